@@ -1,0 +1,156 @@
+"""Scaled dot-product attention, one head at a time and all heads at once.
+
+Attention lets every token build its new vector as a weighted average of the other tokens' value vectors.
+The weights come from comparing the token's *query* with every token's *key*: a dot product, divided by
+√d_head so that wide vectors do not push the softmax into a corner, then a softmax per row.
+
+This file holds the same mechanism twice, on purpose:
+
+* `AttentionHead` and `MultiHeadAttention` follow the chapter: each head owns its three projections, the
+  heads run one after another in a loop, and their outputs are concatenated. Read these first.
+* `Attention` computes all heads with one matrix multiply per projection and a reshape. It is what the
+  models run. A test proves that both forms give the same numbers from the same weights.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from anatomy.trace import AttentionTrace
+
+
+def scaled_dot_product_attention(
+    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None, need_weights: bool = True
+) -> tuple[Tensor, Tensor | None]:
+    """softmax(QKᵀ / √d_head) · V, with every step written out.
+
+    query (..., T, d_head), key and value (..., S, d_head), mask broadcastable to (..., T, S) with True
+    where attending is allowed. Returns the output (..., T, d_head) and the weights (..., T, S).
+
+    A row whose every key is masked would be a softmax over nothing (all −∞, hence NaN); such a row gets
+    zero weights and a zero output instead.
+
+    With need_weights=False the same computation runs through torch's fused kernel, which never
+    materialises the (T, S) matrix: faster, but there are no weights to show, so None is returned.
+    """
+    fully_masked_rows = None if mask is None else ~mask.any(dim=-1, keepdim=True)  # (..., T, 1)
+    if not need_weights:
+        output = F.scaled_dot_product_attention(query, key, value, attn_mask=mask)
+        if fully_masked_rows is not None:
+            output = output.masked_fill(fully_masked_rows, 0.0)
+        return output, None
+
+    scores = query @ key.transpose(-2, -1)              # (..., T, S) every query against every key
+    scores = scores / math.sqrt(query.size(-1))         # keep the variance near 1 whatever d_head is
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # e^−∞ = 0: forbidden keys get no weight
+    weights = torch.softmax(scores, dim=-1)             # each row now sums to 1
+    if fully_masked_rows is not None:
+        weights = weights.masked_fill(fully_masked_rows, 0.0)
+    return weights @ value, weights                     # (..., T, d_head), (..., T, S)
+
+
+class AttentionHead(nn.Module):
+    """One head: its own query, key and value projections from width D down to d_head."""
+
+    def __init__(self, width: int, head_width: int):
+        super().__init__()
+        self.query = nn.Linear(width, head_width)
+        self.key = nn.Linear(width, head_width)
+        self.value = nn.Linear(width, head_width)
+
+    def forward(self, hidden: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """(B, T, D) -> output (B, T, d_head) and weights (B, T, T)."""
+        output, weights = scaled_dot_product_attention(
+            self.query(hidden), self.key(hidden), self.value(hidden), mask
+        )
+        return output, weights
+
+
+class MultiHeadAttention(nn.Module):
+    """H heads in a loop, their outputs concatenated and mixed by the output projection W_O."""
+
+    def __init__(self, width: int, num_heads: int):
+        super().__init__()
+        head_width = width // num_heads
+        self.heads = nn.ModuleList(AttentionHead(width, head_width) for _ in range(num_heads))
+        self.output = nn.Linear(width, width)
+
+    def forward(self, hidden: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """(B, T, D) -> output (B, T, D) and weights (B, H, T, T)."""
+        if mask is not None and mask.dim() == 4:
+            mask = mask[:, 0]  # (B, 1, T, S) -> (B, T, S): one head at a time has no head axis
+        results = [head(hidden, mask) for head in self.heads]
+        concatenated = torch.cat([output for output, _ in results], dim=-1)  # (B, T, H * d_head)
+        weights = torch.stack([weights for _, weights in results], dim=1)   # (B, H, T, T)
+        return self.output(concatenated), weights
+
+    @classmethod
+    def from_batched(cls, batched: Attention) -> MultiHeadAttention:
+        """The loop form holding exactly the weights of a batched `Attention`: head h owns rows
+        h·d_head … (h+1)·d_head − 1 of each of W_Q, W_K and W_V."""
+        width, num_heads = batched.query.in_features, batched.num_heads
+        looped = cls(width, num_heads).to(batched.query.weight.device, batched.query.weight.dtype)
+        head_width = width // num_heads
+        with torch.no_grad():
+            for index, head in enumerate(looped.heads):
+                rows = slice(index * head_width, (index + 1) * head_width)
+                for name in ("query", "key", "value"):
+                    getattr(head, name).weight.copy_(getattr(batched, name).weight[rows])
+                    getattr(head, name).bias.copy_(getattr(batched, name).bias[rows])
+            looped.output.load_state_dict(batched.output.state_dict())
+        return looped
+
+
+def split_heads(hidden: Tensor, num_heads: int) -> Tensor:
+    """(B, T, D) -> (B, H, T, d_head): the D features are H consecutive blocks of d_head."""
+    batch, tokens, width = hidden.shape
+    return hidden.view(batch, tokens, num_heads, width // num_heads).transpose(1, 2)
+
+
+def merge_heads(hidden: Tensor) -> Tensor:
+    """(B, H, T, d_head) -> (B, T, D): the concatenation of the heads."""
+    batch, num_heads, tokens, head_width = hidden.shape
+    return hidden.transpose(1, 2).reshape(batch, tokens, num_heads * head_width)
+
+
+class Attention(nn.Module):
+    """All heads at once: one D×D projection each for Q, K and V, split into H heads by a reshape.
+
+    Self-attention when `context` is None; cross-attention (queries from this sequence, keys and values
+    from another, such as the encoder's output) when it is given, which makes the score matrix T × S.
+    """
+
+    def __init__(self, width: int, num_heads: int):
+        super().__init__()
+        self.num_heads = num_heads
+        self.query = nn.Linear(width, width)
+        self.key = nn.Linear(width, width)
+        self.value = nn.Linear(width, width)
+        self.output = nn.Linear(width, width)
+
+    def forward(
+        self,
+        hidden: Tensor,
+        mask: Tensor | None = None,
+        context: Tensor | None = None,
+        trace: bool = False,
+    ) -> tuple[Tensor, AttentionTrace | None]:
+        """(B, T, D) -> (B, T, D), plus every intermediate when trace=True."""
+        source = hidden if context is None else context
+        query = split_heads(self.query(hidden), self.num_heads)   # (B, H, T, d_head)
+        key = split_heads(self.key(source), self.num_heads)       # (B, H, S, d_head)
+        value = split_heads(self.value(source), self.num_heads)   # (B, H, S, d_head)
+        head_outputs, weights = scaled_dot_product_attention(query, key, value, mask, need_weights=trace)
+        concatenated = merge_heads(head_outputs)                  # (B, T, D)
+        output = self.output(concatenated)                        # (B, T, D)
+        if not trace:
+            return output, None
+        return output, AttentionTrace(
+            query=query, key=key, value=value, mask=mask, weights=weights,
+            head_outputs=head_outputs, concatenated=concatenated, output=output,
+        )

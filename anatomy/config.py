@@ -1,0 +1,188 @@
+"""Model configurations: one frozen dataclass per family, presets, and parameter counts.
+
+A configuration says everything about a model's *shape* and nothing about its weights. The parameter
+count of every model in the chapter's tables follows from these few numbers alone, which is why
+`parameter_count` takes a configuration and never a model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping
+
+Activation = Literal["gelu", "gelu_tanh", "relu"]
+NormPlacement = Literal["pre", "post"]
+
+# Hugging Face names for the feed-forward activation, mapped onto ours. BERT's "gelu" is the exact
+# erf form; GPT-2's "gelu_new" is the tanh approximation it was trained with.
+_HF_ACTIVATIONS: dict[str, Activation] = {
+    "gelu": "gelu",
+    "gelu_new": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "gelu_fast": "gelu_tanh",
+    "relu": "relu",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformerConfig:
+    """The numbers every transformer stack shares."""
+
+    vocab_size: int = 30522          # V: rows of the token embedding table
+    max_positions: int = 512         # longest sequence the learned position table covers
+    width: int = 768                 # D: the model width ("hidden size", "d_model")
+    num_layers: int = 12             # blocks in the stack
+    num_heads: int = 12              # H: attention heads per block (D must divide by H)
+    ff_width: int = 3072             # F: feed-forward hidden width (4 * D by convention)
+    activation: Activation = "gelu"  # feed-forward non-linearity
+    norm: NormPlacement = "post"     # layer norm after the residual sum (post) or before the sublayer (pre)
+    layer_norm_eps: float = 1e-12    # BERT uses 1e-12, GPT-2 1e-5
+    dropout: float = 0.1             # used only in training; inference runs in eval mode
+
+    def __post_init__(self) -> None:
+        if self.width % self.num_heads:
+            raise ValueError(f"width {self.width} is not divisible by num_heads {self.num_heads}")
+
+    @property
+    def head_width(self) -> int:
+        """d_head: the width of one attention head."""
+        return self.width // self.num_heads
+
+
+@dataclass(frozen=True, kw_only=True)
+class EncoderConfig(TransformerConfig):
+    """A BERT-style encoder: bidirectional attention, [CLS] summary token, post-LN by default."""
+
+    type_vocab_size: int = 2          # segment embeddings for sentence pairs (0: none, as in DistilBERT)
+    embedding_layer_norm: bool = True  # BERT normalises the summed embeddings before layer 0
+    pooler: bool = True               # BERT's dense + tanh on [CLS]; DistilBERT has none
+    pad_token_id: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecoderConfig(TransformerConfig):
+    """A GPT-2-style decoder: causal attention, pre-LN, a final layer norm and a tied LM head."""
+
+    vocab_size: int = 50257
+    max_positions: int = 1024
+    activation: Activation = "gelu_tanh"
+    norm: NormPlacement = "pre"
+    layer_norm_eps: float = 1e-5
+    tie_embeddings: bool = True       # the LM head reuses the token embedding matrix
+    cross_attention: bool = False     # True for the decoder half of an encoder-decoder model
+
+
+PRESETS: dict[str, TransformerConfig] = {
+    "bert-base-uncased": EncoderConfig(),
+    "bert-large-uncased": EncoderConfig(width=1024, num_layers=24, num_heads=16, ff_width=4096),
+    "distilbert-base-uncased": EncoderConfig(num_layers=6, type_vocab_size=0, pooler=False),
+    "all-MiniLM-L6-v2": EncoderConfig(width=384, num_layers=6, num_heads=12, ff_width=1536),
+    "gpt2": DecoderConfig(),
+    "gpt2-medium": DecoderConfig(width=1024, num_layers=24, num_heads=16, ff_width=4096),
+    "gpt2-large": DecoderConfig(width=1280, num_layers=36, num_heads=20, ff_width=5120),
+}
+
+
+def _read(source: Any, *names: str, default: Any = None) -> Any:
+    """First present field among `names`, from a dict or from an object's attributes."""
+    for name in names:
+        value = source.get(name) if isinstance(source, Mapping) else getattr(source, name, None)
+        if value is not None:
+            return value
+    return default
+
+
+def _activation(hf_name: str) -> Activation:
+    if hf_name not in _HF_ACTIVATIONS:
+        raise ValueError(f"unsupported activation {hf_name!r}; known: {sorted(_HF_ACTIVATIONS)}")
+    return _HF_ACTIVATIONS[hf_name]
+
+
+def config_from_hf(hf_config: Any) -> TransformerConfig:
+    """Our configuration from a Hugging Face config object or its `config.json` as a dict."""
+    model_type = _read(hf_config, "model_type")
+    if model_type == "bert":
+        return EncoderConfig(
+            vocab_size=_read(hf_config, "vocab_size"),
+            max_positions=_read(hf_config, "max_position_embeddings"),
+            width=_read(hf_config, "hidden_size"),
+            num_layers=_read(hf_config, "num_hidden_layers"),
+            num_heads=_read(hf_config, "num_attention_heads"),
+            ff_width=_read(hf_config, "intermediate_size"),
+            activation=_activation(_read(hf_config, "hidden_act", default="gelu")),
+            layer_norm_eps=_read(hf_config, "layer_norm_eps", default=1e-12),
+            dropout=_read(hf_config, "hidden_dropout_prob", default=0.1),
+            type_vocab_size=_read(hf_config, "type_vocab_size", default=2),
+            pad_token_id=_read(hf_config, "pad_token_id", default=0),
+        )
+    if model_type == "distilbert":
+        return EncoderConfig(
+            vocab_size=_read(hf_config, "vocab_size"),
+            max_positions=_read(hf_config, "max_position_embeddings"),
+            width=_read(hf_config, "dim"),
+            num_layers=_read(hf_config, "n_layers"),
+            num_heads=_read(hf_config, "n_heads"),
+            ff_width=_read(hf_config, "hidden_dim"),
+            activation=_activation(_read(hf_config, "activation", default="gelu")),
+            type_vocab_size=0,
+            pooler=False,
+        )
+    if model_type == "gpt2":
+        width = _read(hf_config, "n_embd")
+        return DecoderConfig(
+            vocab_size=_read(hf_config, "vocab_size"),
+            max_positions=_read(hf_config, "n_positions"),
+            width=width,
+            num_layers=_read(hf_config, "n_layer"),
+            num_heads=_read(hf_config, "n_head"),
+            ff_width=_read(hf_config, "n_inner", default=4 * width),
+            activation=_activation(_read(hf_config, "activation_function", default="gelu_new")),
+            layer_norm_eps=_read(hf_config, "layer_norm_epsilon", default=1e-5),
+            dropout=_read(hf_config, "resid_pdrop", default=0.1),
+            tie_embeddings=_read(hf_config, "tie_word_embeddings", default=True),
+        )
+    raise ValueError(
+        f"unsupported model_type {model_type!r}: this app reads BERT-family encoders and GPT-2 decoders"
+    )
+
+
+def _linear(fan_in: int, fan_out: int) -> int:
+    return fan_in * fan_out + fan_out
+
+
+def _layer_norm(width: int) -> int:
+    return 2 * width
+
+
+def parameter_breakdown(config: TransformerConfig) -> dict[str, int]:
+    """Parameters per component, computed from the configuration alone."""
+    D, F = config.width, config.ff_width
+    attention = 4 * _linear(D, D)                       # W_Q, W_K, W_V and W_O, each with a bias
+    feed_forward = _linear(D, F) + _linear(F, D)
+    layer_norms = 2 * _layer_norm(D)                    # one around each sublayer
+    cross_attention = 0
+    if isinstance(config, DecoderConfig) and config.cross_attention:
+        cross_attention = 4 * _linear(D, D) + _layer_norm(D)
+    parts = {
+        "token embeddings": config.vocab_size * D,
+        "position embeddings": config.max_positions * D,
+        "attention (all layers)": config.num_layers * attention,
+        "cross-attention (all layers)": config.num_layers * cross_attention,
+        "feed-forward (all layers)": config.num_layers * feed_forward,
+        "layer norms (all layers)": config.num_layers * layer_norms,
+    }
+    if isinstance(config, EncoderConfig):
+        parts["token type embeddings"] = config.type_vocab_size * D
+        parts["embedding layer norm"] = _layer_norm(D) if config.embedding_layer_norm else 0
+        parts["pooler"] = _linear(D, D) if config.pooler else 0
+        parts["final layer norm"] = _layer_norm(D) if config.norm == "pre" else 0
+    if isinstance(config, DecoderConfig):
+        parts["final layer norm"] = _layer_norm(D)
+        parts["LM head"] = 0 if config.tie_embeddings else config.vocab_size * D
+    return {name: count for name, count in parts.items() if count}
+
+
+def parameter_count(config: TransformerConfig) -> int:
+    """Total trainable parameters of the model this configuration describes."""
+    return sum(parameter_breakdown(config).values())
+

@@ -1,0 +1,62 @@
+"""From token ids to the vectors that enter the first block.
+
+A lookup table gives each token id a vector; on its own that vector says nothing about *where* the token
+sits, and attention is blind to order. So a position vector is added: a learned row of a second table
+(BERT, GPT-2) or the fixed sinusoidal pattern of the original paper. BERT also adds a segment ("token
+type") vector telling sentence A from sentence B, then normalises the sum.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from anatomy.config import EncoderConfig, TransformerConfig
+from anatomy.positional import sinusoidal_positional_encoding
+from anatomy.trace import EmbeddingTrace
+
+
+class Embeddings(nn.Module):
+    """token + position (+ token type), then (for BERT) LayerNorm, then dropout."""
+
+    def __init__(self, config: TransformerConfig, sinusoidal_positions: bool = False):
+        super().__init__()
+        width = config.width
+        self.token = nn.Embedding(config.vocab_size, width)
+        if sinusoidal_positions:
+            self.position = None
+            self.register_buffer(
+                "sinusoidal", sinusoidal_positional_encoding(config.max_positions, width), persistent=False
+            )
+        else:
+            self.position = nn.Embedding(config.max_positions, width)
+        is_encoder = isinstance(config, EncoderConfig)
+        type_vocab_size = config.type_vocab_size if is_encoder else 0
+        self.token_type = nn.Embedding(type_vocab_size, width) if type_vocab_size else None
+        wants_norm = is_encoder and config.embedding_layer_norm
+        self.layer_norm = nn.LayerNorm(width, eps=config.layer_norm_eps) if wants_norm else None
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, trace: bool = False
+    ) -> tuple[Tensor, EmbeddingTrace | None]:
+        """(B, T) ids -> (B, T, D) vectors."""
+        num_tokens = input_ids.size(1)
+        token = self.token(input_ids)                                        # (B, T, D)
+        if self.position is None:
+            position = self.sinusoidal[:num_tokens][None].to(token.dtype)    # (1, T, D)
+        else:
+            positions = torch.arange(num_tokens, device=input_ids.device)
+            position = self.position(positions)[None]                        # (1, T, D)
+        summed = token + position
+        token_type = None
+        if self.token_type is not None:
+            if token_type_ids is None:
+                token_type_ids = torch.zeros_like(input_ids)
+            token_type = self.token_type(token_type_ids)                     # (B, T, D)
+            summed = summed + token_type
+        normalized = summed if self.layer_norm is None else self.layer_norm(summed)
+        output = self.dropout(normalized)
+        if not trace:
+            return output, None
+        return output, EmbeddingTrace(token, position, token_type, summed, output)
