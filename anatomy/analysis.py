@@ -1,0 +1,75 @@
+"""Turning a user's text into model inputs and running the encoder on it, for the pages.
+
+Everything here is plain torch plus a duck-typed tokenizer (any Hugging Face tokenizer works), so the
+pages stay free of computation and these functions stay testable without a browser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from anatomy.models import StackOutput
+
+
+@dataclass(frozen=True)
+class TokenizedText:
+    """One text (or sentence pair) as the model sees it."""
+
+    tokens: tuple[str, ...]              # WordPiece strings, "##" marks a word continuation
+    input_ids: tuple[int, ...]
+    token_type_ids: tuple[int, ...]      # 0 for sentence A, 1 for sentence B
+    offsets: tuple[tuple[int, int], ...]  # character span of each token in its own sentence ((0, 0): special)
+    special: tuple[bool, ...]            # True for [CLS], [SEP], [PAD] ...
+    truncated: bool                      # the text had more tokens than the model reads
+    untruncated_length: int              # how many tokens the full text would have made
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+def tokenize(tokenizer, text: str, pair: str | None = None, max_tokens: int = 512,
+             add_special_tokens: bool = True) -> TokenizedText:
+    """Split text (and an optional second sentence) into tokens, cutting at max_tokens."""
+    full = tokenizer(text, pair, add_special_tokens=add_special_tokens, truncation=False, verbose=False)
+    encoded = tokenizer(
+        text, pair, add_special_tokens=add_special_tokens, truncation=True, max_length=max_tokens,
+        return_offsets_mapping=True, return_special_tokens_mask=True, return_token_type_ids=True,
+    )
+    ids = tuple(encoded["input_ids"])
+    return TokenizedText(
+        tokens=tuple(tokenizer.convert_ids_to_tokens(list(ids))),
+        input_ids=ids,
+        token_type_ids=tuple(encoded.get("token_type_ids") or [0] * len(ids)),
+        offsets=tuple(tuple(span) for span in encoded["offset_mapping"]),
+        special=tuple(bool(flag) for flag in encoded["special_tokens_mask"]),
+        truncated=len(full["input_ids"]) > len(ids),
+        untruncated_length=len(full["input_ids"]),
+    )
+
+
+@dataclass(frozen=True)
+class EncoderRun:
+    """A traced forward pass of an encoder over one text."""
+
+    tokenized: TokenizedText
+    output: StackOutput  # with .trace filled in
+
+    @property
+    def attention_weights(self) -> Tensor:
+        """(L, H, T, T) every layer's and head's attention weights for this one text."""
+        return self.output.trace.attention_weights[:, 0]
+
+
+def run_encoder(model, tokenizer, text: str, pair: str | None = None, max_tokens: int | None = None) -> EncoderRun:
+    """Tokenize and run a traced forward pass (batch of one) on the model's device."""
+    max_tokens = max_tokens or model.config.max_positions
+    tokenized = tokenize(tokenizer, text, pair, max_tokens=max_tokens)
+    device = next(model.parameters()).device
+    input_ids = torch.tensor([tokenized.input_ids], device=device)
+    token_type_ids = torch.tensor([tokenized.token_type_ids], device=device)
+    with torch.inference_mode():
+        output = model(input_ids, token_type_ids, trace=True)
+    return EncoderRun(tokenized, output)

@@ -1,0 +1,1 @@
+"""Plotly figure builders: pure functions (arrays, labels, options) -> go.Figure. No streamlit here."""

@@ -1,0 +1,28 @@
+"""Transformer Anatomy: the entrypoint. It sets up the page, the navigation and the shared sidebar;
+each lesson lives in its own file under pages/."""
+
+import streamlit as st
+
+from anatomy.ui import sidebar
+
+st.set_page_config(page_title="Transformer Anatomy", page_icon=":material/neurology:", layout="wide")
+
+PAGES = {
+    "Start": [st.Page("pages/home.py", title="Welcome", icon=":material/school:", default=True)],
+    "Inputs": [
+        st.Page("pages/tokenization.py", title="Tokenization", icon=":material/text_fields:"),
+        st.Page("pages/positional.py", title="Positional encodings", icon=":material/waves:"),
+    ],
+    "Attention": [
+        st.Page("pages/attention.py", title="Scaled dot-product attention", icon=":material/calculate:"),
+        st.Page("pages/multihead.py", title="Multi-head comparison", icon=":material/view_module:"),
+        st.Page("pages/causal.py", title="Causal masking", icon=":material/block:"),
+    ],
+    "The model": [
+        st.Page("pages/encoder.py", title="Encoder stack", icon=":material/stacks:"),
+    ],
+}
+
+navigation = st.navigation(PAGES)
+sidebar.render()
+navigation.run()
