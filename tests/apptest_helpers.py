@@ -30,6 +30,7 @@ def open_page(page: str, text: str | None = None, query: dict[str, str] | None =
         app.query_params[key] = value
     if text is not None:
         app.session_state["text"] = text
+    app.run()  # the entrypoint first: it builds the navigation and the shared sidebar
     app.switch_page(page)
     return app.run()
 
