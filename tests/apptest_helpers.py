@@ -36,8 +36,12 @@ def open_page(page: str, text: str | None = None, query: dict[str, str] | None =
 
 
 def set_text(app: AppTest, text: str) -> AppTest:
-    """Type new text into the shared sidebar and rerun."""
-    app.sidebar.text_area(key="text").set_value(text)
+    """Change the shared sidebar text and rerun.
+
+    (After `switch_page`, AppTest does not expose the sidebar's widgets when the app keeps its pages in a
+    folder named pages/, although the entrypoint does run; the widget's session value is what it reads.)
+    """
+    app.session_state["text"] = text
     return app.run()
 
 
