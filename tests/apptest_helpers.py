@@ -24,7 +24,11 @@ HOSTILE_TEXTS = {
 
 
 def open_page(page: str, text: str | None = None, query: dict[str, str] | None = None) -> AppTest:
-    """Run the app on `page` (e.g. "pages/attention.py"), optionally with sidebar text and URL parameters."""
+    """Run the app on `page` (e.g. "pages/attention.py"), optionally with sidebar text and URL parameters.
+
+    To test other text, open the page again with it: after `switch_page`, AppTest does not expose the
+    sidebar's widgets when the pages live in a folder named pages/ (the entrypoint still runs).
+    """
     app = AppTest.from_file(APP, default_timeout=TIMEOUT_SECONDS)
     for key, value in (query or {}).items():
         app.query_params[key] = value
@@ -32,16 +36,6 @@ def open_page(page: str, text: str | None = None, query: dict[str, str] | None =
         app.session_state["text"] = text
     app.run()  # the entrypoint first: it builds the navigation and the shared sidebar
     app.switch_page(page)
-    return app.run()
-
-
-def set_text(app: AppTest, text: str) -> AppTest:
-    """Change the shared sidebar text and rerun.
-
-    (After `switch_page`, AppTest does not expose the sidebar's widgets when the app keeps its pages in a
-    folder named pages/, although the entrypoint does run; the widget's session value is what it reads.)
-    """
-    app.session_state["text"] = text
     return app.run()
 
 
