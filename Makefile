@@ -1,22 +1,24 @@
-# The two commands of the README: `make run` starts the app, `make test` runs every test.
-# Both create the virtual environment first if it is missing.
+# The README's two commands: `make run` starts the app, `make test` runs every test.
+# Both first create the virtual environment (and reinstall when requirements.txt changes).
 VENV := .venv
 PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
 
 .PHONY: setup run test bench
 
-$(PY):
-	python3 -m venv $(VENV)
+$(STAMP): requirements.txt
+	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
 
-setup: $(PY)
+setup: $(STAMP)
 
-run: $(PY)
+run: $(STAMP)
 	$(VENV)/bin/streamlit run app.py
 
-test: $(PY)
+test: $(STAMP)
 	$(PY) -m pytest
 
-bench: $(PY)
+bench: $(STAMP)
 	$(PY) benchmarks/forward_speed.py

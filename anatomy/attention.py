@@ -47,9 +47,9 @@ def scaled_dot_product_attention(
     scores = query @ key.transpose(-2, -1)              # (..., T, S) every query against every key
     scores = scores / math.sqrt(query.size(-1))         # keep the variance near 1 whatever d_head is
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))  # e^−∞ = 0: forbidden keys get no weight
+        scores.masked_fill_(~mask, float("-inf"))        # e^−∞ = 0: forbidden keys get no weight
     weights = torch.softmax(scores, dim=-1)             # each row now sums to 1
-    if fully_masked_rows is not None:
+    if fully_masked_rows is not None and fully_masked_rows.any():
         weights = weights.masked_fill(fully_masked_rows, 0.0)
     return weights @ value, weights                     # (..., T, d_head), (..., T, S)
 
