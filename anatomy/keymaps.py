@@ -22,8 +22,12 @@ class Source:
     chunks: int = 1
 
 
-def _linear(ours: str, theirs: str, **how) -> dict[str, Source]:
-    return {f"{ours}.weight": Source(f"{theirs}.weight", **how), f"{ours}.bias": Source(f"{theirs}.bias", **how)}
+def _linear(ours: str, theirs: str, transpose: bool = False, **chunking) -> dict[str, Source]:
+    """A weight and its bias; only the (2-D) weight is ever transposed."""
+    return {
+        f"{ours}.weight": Source(f"{theirs}.weight", transpose=transpose, **chunking),
+        f"{ours}.bias": Source(f"{theirs}.bias", **chunking),
+    }
 
 
 def _fused_qkv(ours: str, theirs: str) -> dict[str, Source]:
@@ -51,15 +55,14 @@ BERT_LAYER = {
     **_linear("layers.{}.feed_forward.contract", "encoder.layer.{}.output.dense"),
     **_linear("layers.{}.feed_forward_norm", "encoder.layer.{}.output.LayerNorm"),
 }
-BERT_ENCODER = {**BERT_EMBEDDINGS, **BERT_LAYER}
+# BERT's pooler (dense + tanh on [CLS], trained for next-sentence prediction) belongs to the body.
+BERT_ENCODER = {**BERT_EMBEDDINGS, **BERT_LAYER, **_linear("pooler", "pooler.dense")}
 BERT_CLASSIFIER = {
     **{f"encoder.{ours}": source for ours, source in BERT_ENCODER.items()},
-    **_linear("pooler", "pooler.dense"),
     **_linear("classifier", "classifier"),
 }
 # Checkpoint tensors we knowingly leave behind: buffers, and heads of other tasks (masked-LM, NSP).
-BERT_IGNORED = (r"embeddings\.position_ids", r"cls\..*", r"pooler\..*")
-BERT_CLASSIFIER_IGNORED = (r"embeddings\.position_ids", r"cls\..*")
+BERT_IGNORED = (r"embeddings\.position_ids", r"cls\..*")
 BERT_PREFIXES = ("bert.",)
 
 # GPT-2's layout (`GPT2Model` / `GPT2LMHeadModel`). Pre-LN: ln_1 before attention, ln_2 before the MLP.

@@ -55,6 +55,12 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.num_layers))
         # A pre-LN stack never normalises its main path, so it ends with one LayerNorm; post-LN needs none.
         self.final_norm = nn.LayerNorm(config.width, eps=config.layer_norm_eps) if config.norm == "pre" else None
+        self.pooler = nn.Linear(config.width, config.width) if config.pooler else None
+
+    def pool(self, last_hidden_state: Tensor) -> Tensor:
+        """(B, T, D) -> (B, D): the [CLS] vector, through BERT's pooler (dense + tanh) when there is one."""
+        summary = last_hidden_state[:, 0]
+        return summary if self.pooler is None else torch.tanh(self.pooler(summary))
 
     def forward(
         self,
@@ -79,7 +85,6 @@ class SequenceClassifier(nn.Module):
     def __init__(self, config: EncoderConfig, num_labels: int):
         super().__init__()
         self.encoder = Encoder(config)
-        self.pooler = nn.Linear(config.width, config.width) if config.pooler else None
         self.dropout = nn.Dropout(config.dropout)
         self.classifier = nn.Linear(config.width, num_labels)
 
@@ -92,9 +97,7 @@ class SequenceClassifier(nn.Module):
     ) -> StackOutput:
         """(B, T) ids -> logits (B, num_labels) in the returned output."""
         encoded = self.encoder(input_ids, token_type_ids, attention_mask, trace=trace)
-        summary = encoded.last_hidden_state[:, 0]                   # (B, D) the [CLS] token
-        if self.pooler is not None:
-            summary = torch.tanh(self.pooler(summary))
+        summary = self.encoder.pool(encoded.last_hidden_state)      # (B, D) from the [CLS] token
         logits = self.classifier(self.dropout(summary))             # (B, num_labels)
         return StackOutput(encoded.last_hidden_state, encoded.hidden_states, encoded.trace, logits)
 

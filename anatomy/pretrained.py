@@ -174,7 +174,9 @@ def load_state(
         tensor = _fetch(checkpoint, source)
         used.add(source.key)
         if tuple(tensor.shape) != tuple(parameter.shape):
-            mismatched.append(f"{name}: checkpoint {tuple(tensor.shape)} vs model {tuple(parameter.shape)}")
+            mismatched.append(
+                f"{name} (from {source.key}): checkpoint {tuple(tensor.shape)} vs model {tuple(parameter.shape)}"
+            )
         loaded[name] = tensor
     unexpected = sorted(
         key for key in checkpoint if key not in used and not keymaps.is_ignored(key, ignored_patterns)
@@ -203,14 +205,14 @@ def _build(config: TransformerConfig, raw_config: dict, checkpoint: dict[str, Te
             "encoder (model_type 'bert') or a GPT-2 decoder."
         )
     body = _strip_prefix(checkpoint, keymaps.BERT_PREFIXES)
+    # Some BERT checkpoints ship without the pooler: build the body to match what is there.
+    config = EncoderConfig(**{**vars(config), "pooler": "pooler.dense.weight" in body})
     if "classifier.weight" in body:
         num_labels = body["classifier.weight"].shape[0]
-        has_pooler = "pooler.dense.weight" in body
-        config = EncoderConfig(**{**vars(config), "pooler": has_pooler})
         return (
             SequenceClassifier(config, num_labels),
             keymaps.BERT_CLASSIFIER,
-            keymaps.BERT_CLASSIFIER_IGNORED,
+            keymaps.BERT_IGNORED,
             keymaps.BERT_PREFIXES,
         )
     return Encoder(config), keymaps.BERT_ENCODER, keymaps.BERT_IGNORED, keymaps.BERT_PREFIXES

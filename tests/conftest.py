@@ -11,7 +11,8 @@ import anatomy
 
 @pytest.fixture(scope="session")
 def embedded():
-    """The embedded checkpoint as an anatomy `PretrainedModel` (Encoder + tokenizer, eval mode, CPU)."""
+    """The embedded checkpoint (no reference given) as an anatomy `PretrainedModel`, pinned to the CPU
+    beside the Hugging Face reference, whatever accelerator the machine has."""
     return anatomy.load_pretrained(device="cpu")
 
 
@@ -25,8 +26,9 @@ def hf_bert(embedded):
     return model.requires_grad_(False)
 
 
-@pytest.fixture(autouse=True)
-def _no_autograd():
-    """Every comparison is inference: no test here needs gradients."""
+@pytest.fixture
+def no_autograd():
+    """Model-core comparisons are inference and need no gradients; core test files opt in with
+    `pytestmark = pytest.mark.usefixtures("no_autograd")` (not autouse, so other suites keep autograd)."""
     with torch.no_grad():
         yield

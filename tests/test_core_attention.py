@@ -12,6 +12,8 @@ from anatomy import toy
 from anatomy.attention import Attention, MultiHeadAttention, merge_heads, scaled_dot_product_attention
 from anatomy.masks import causal_mask, padding_mask
 
+pytestmark = pytest.mark.usefixtures("no_autograd")
+
 WIDTH, HEADS = 16, 4
 HEAD_WIDTH = WIDTH // HEADS
 

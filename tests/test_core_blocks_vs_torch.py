@@ -17,6 +17,8 @@ from anatomy.blocks import DecoderLayer, EncoderLayer
 from anatomy.config import DecoderConfig, EncoderConfig
 from anatomy.masks import causal_mask, padding_mask
 
+pytestmark = pytest.mark.usefixtures("no_autograd")
+
 WIDTH, HEADS, FF_WIDTH = 16, 4, 32
 TOLERANCE = 1e-5
 

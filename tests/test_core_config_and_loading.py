@@ -18,6 +18,8 @@ import anatomy
 from anatomy.config import PRESETS, DecoderConfig, EncoderConfig, config_from_hf, parameter_count
 from anatomy.models import DecoderOnlyLM, Encoder, SequenceClassifier
 
+pytestmark = pytest.mark.usefixtures("no_autograd")
+
 QUOTED_IN_SEED_003 = {
     "bert-base-uncased": 110e6,
     "bert-large-uncased": 340e6,
@@ -54,20 +56,21 @@ def number_of_parameters(module: torch.nn.Module) -> int:
 TINY = dict(vocab_size=50, max_positions=16, width=16, num_heads=4, ff_width=24, num_layers=2)
 
 
+@pytest.mark.parametrize("pooler", [False, True], ids=["no-pooler", "pooler"])
 @pytest.mark.parametrize("norm", ["post", "pre"])
-def test_parameter_count_equals_a_built_encoder_without_pooler(norm):
-    config = EncoderConfig(**TINY, norm=norm, pooler=False)
+def test_parameter_count_equals_a_built_encoder(norm, pooler):
+    config = EncoderConfig(**TINY, norm=norm, pooler=pooler)
     assert parameter_count(config) == number_of_parameters(Encoder(config))
 
 
-def test_parameter_count_with_pooler_equals_the_classifier_body_encoder_plus_pooler():
-    """The Encoder module has no pooler (the classifier owns it), so the count of a pooled config is
-    the Encoder's parameters plus one D×D dense layer with bias."""
+def test_parameter_count_of_a_classifier_body_is_the_encoder_with_its_pooler():
+    """The pooler (one D×D dense layer with bias) belongs to the encoder; the classifier adds only its head."""
     config = EncoderConfig(**TINY, pooler=True)
     classifier = SequenceClassifier(config, num_labels=3)
     body = number_of_parameters(classifier) - number_of_parameters(classifier.classifier)
     assert parameter_count(config) == body
-    assert parameter_count(config) - number_of_parameters(Encoder(config)) == 16 * 16 + 16
+    without_pooler = EncoderConfig(**TINY, pooler=False)
+    assert parameter_count(config) - parameter_count(without_pooler) == 16 * 16 + 16
 
 
 @pytest.mark.parametrize("options", [{}, {"tie_embeddings": False}, {"cross_attention": True}],
@@ -219,7 +222,10 @@ def test_a_tensor_of_the_wrong_shape_is_named_with_both_shapes(broken_copy):
     key = "encoder.layer.0.intermediate.dense.weight"               # (F=37, D=32) in the checkpoint
     rewrite_weights(broken_copy, lambda tensors: tensors.update({key: torch.zeros(36, 32)}))
     message = load_error(broken_copy)
-    assert "shape mismatch: layers.0.feed_forward.expand.weight: checkpoint (36, 32) vs model (37, 32)" in message
+    assert (
+        "shape mismatch: layers.0.feed_forward.expand.weight (from encoder.layer.0.intermediate.dense.weight): "
+        "checkpoint (36, 32) vs model (37, 32)"
+    ) in message
 
 
 def test_a_hub_id_offline_with_an_empty_cache_points_to_the_hub_and_the_cache(tmp_path, monkeypatch):

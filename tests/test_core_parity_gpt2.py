@@ -13,6 +13,8 @@ import torch
 
 import anatomy
 
+pytestmark = pytest.mark.usefixtures("no_autograd")
+
 TOLERANCE = 1e-5
 VOCABULARY = 101
 PROMPTS = ([7], [3, 14, 15, 92], [2, 71, 82, 81, 82, 84, 59])
