@@ -4,7 +4,9 @@ each lesson lives in its own file under pages/."""
 import streamlit as st
 
 from anatomy.ui import sidebar
+from anatomy.ui.frame import ensure_entrypoint
 
+ensure_entrypoint()
 st.set_page_config(page_title="Transformer Anatomy", page_icon=":material/neurology:", layout="wide")
 
 PAGES = {

@@ -12,6 +12,7 @@ import streamlit as st
 from anatomy.devices import describe_device
 from anatomy.pretrained import DEFAULT_MODEL_NAME, PretrainedModel
 from anatomy.ui import state
+from anatomy.ui.frame import ensure_entrypoint
 from anatomy.ui.loaders import try_get_model
 from anatomy.ui.widgets import escape_markdown
 
@@ -66,5 +67,6 @@ def render() -> StudyContext:
 
 
 def current() -> StudyContext:
-    """The context the sidebar computed for this run (pages call this)."""
+    """The context the sidebar computed for this run (pages call this first)."""
+    ensure_entrypoint()
     return st.session_state["_context"]

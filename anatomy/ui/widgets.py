@@ -33,9 +33,14 @@ def show_source(*objects, title: str = "The code this page runs") -> None:
             st.code(inspect.getsource(obj), language="python")
 
 
-def download_csv(frame: pd.DataFrame, file_name: str, label: str = "Download the numbers (CSV)", key: str | None = None) -> None:
+def download_csv(frame, file_name: str, label: str = "Download the numbers (CSV)", key: str | None = None) -> None:
+    """A CSV download of a table, or of a function returning one (built only when the button is clicked)."""
+    def payload() -> bytes:
+        table = frame() if callable(frame) else frame
+        return table.to_csv(index=True).encode("utf-8")
+
     st.download_button(
-        label, frame.to_csv(index=True).encode("utf-8"), file_name=file_name, mime="text/csv",
+        label, payload if callable(frame) else payload(), file_name=file_name, mime="text/csv",
         icon=":material/download:", key=key or f"download-{file_name}",
     )
 
