@@ -11,10 +11,15 @@ from anatomy.pretrained import DEFAULT_MODEL_NAME, ModelLoadError, PretrainedMod
 MAX_CACHED_RUNS = 8  # traced runs kept in memory (a 512-token MiniLM trace is about 160 MB)
 
 
+def get_model(reference: str = "") -> PretrainedModel:
+    """The model for a reference ("" or the default name: the embedded one). Raises ModelLoadError."""
+    return _load_model(reference.strip() or DEFAULT_MODEL_NAME)
+
+
 @st.cache_resource(show_spinner="Loading the model (once per server)…")
-def get_model(reference: str = DEFAULT_MODEL_NAME) -> PretrainedModel:
-    """The model for a reference, loaded on first use. Raises ModelLoadError (never cached)."""
-    return load_pretrained(reference or None)
+def _load_model(reference: str) -> PretrainedModel:
+    # One cache entry per distinct model: callers normalise the reference first. Errors are not cached.
+    return load_pretrained(reference)
 
 
 @st.cache_resource(max_entries=MAX_CACHED_RUNS, show_spinner="Running the model…")
