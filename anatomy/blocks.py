@@ -34,7 +34,7 @@ class EncoderLayer(nn.Module):
         self.feed_forward_norm = nn.LayerNorm(config.width, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
-    def _residual(
+    def residual(
         self, hidden: Tensor, norm: nn.LayerNorm, sublayer: Callable[[Tensor], Tensor]
     ) -> tuple[Tensor, Tensor, Tensor]:
         """One sublayer with its skip connection; returns (output, residual sum, layer-norm output)."""
@@ -58,8 +58,8 @@ class EncoderLayer(nn.Module):
             output, records["feed_forward"] = self.feed_forward(x, trace=trace)
             return output
 
-        after_attention, attention_residual, attention_norm = self._residual(hidden, self.attention_norm, attend)
-        output, ff_residual, ff_norm = self._residual(after_attention, self.feed_forward_norm, feed_forward)
+        after_attention, attention_residual, attention_norm = self.residual(hidden, self.attention_norm, attend)
+        output, ff_residual, ff_norm = self.residual(after_attention, self.feed_forward_norm, feed_forward)
         if not trace:
             return output, None
         return output, LayerTrace(
@@ -115,17 +115,17 @@ class DecoderLayer(EncoderLayer):
             return output
 
         norms = {}
-        hidden_now, attention_residual, norms["attention_norm"] = self._residual(
+        hidden_now, attention_residual, norms["attention_norm"] = self.residual(
             hidden, self.attention_norm, attend
         )
         cross_residual = None
         if self.cross_attention is not None:
             if memory is None:
                 raise ValueError("this decoder layer has cross-attention: pass the encoder output as memory")
-            hidden_now, cross_residual, norms["cross_attention_norm"] = self._residual(
+            hidden_now, cross_residual, norms["cross_attention_norm"] = self.residual(
                 hidden_now, self.cross_attention_norm, cross_attend
             )
-        output, ff_residual, norms["feed_forward_norm"] = self._residual(
+        output, ff_residual, norms["feed_forward_norm"] = self.residual(
             hidden_now, self.feed_forward_norm, feed_forward
         )
         if not trace:

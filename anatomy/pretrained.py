@@ -244,6 +244,7 @@ def load_pretrained(
     checkpoint = read_checkpoint(folder)
     model, key_map, ignored, prefixes = _build(config, raw_config, checkpoint)
     load_state(model, _strip_prefix(checkpoint, prefixes), key_map, ignored)
+    config = model.config if hasattr(model, "config") else model.encoder.config  # as built from the checkpoint
     target = device if isinstance(device, torch.device) else choose_device(device)
     model = model.to(device=target, dtype=dtype).eval()
     model.requires_grad_(False)
