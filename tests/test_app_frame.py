@@ -1,0 +1,90 @@
+"""The frame around every lesson: navigation, the shared sidebar, shareable links, layering."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from apptest_helpers import HOSTILE_TEXTS, all_markdown, assert_clean, open_page
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = ["tokenization", "positional", "attention", "multihead", "causal", "encoder"]
+
+
+def test_welcome_page_shows_the_model_in_use_and_the_device():
+    app = open_page("pages/home.py")
+    assert_clean(app)
+    assert any("6 layers, 12 attention heads of width 32" in item.value for item in app.markdown)
+    assert any("CPU" in item.value for item in app.sidebar.markdown)  # the device badge
+
+
+def test_sidebar_text_comes_from_the_link():
+    app = open_page("pages/home.py", query={"text": "a shared sentence"})
+    assert app.sidebar.text_area(key="text").value == "a shared sentence"
+
+
+def test_typed_text_is_written_into_the_link_so_it_can_be_shared():
+    app = open_page("pages/home.py", text="typed, not linked")
+    assert app.query_params["text"] == "typed, not linked"
+
+
+def test_a_model_folder_that_does_not_exist_gets_a_clear_message_and_the_embedded_model():
+    app = open_page("pages/home.py", query={"model": "/no/such/folder"})
+    assert_clean(app)
+    errors = [item.value for item in app.sidebar.error]
+    assert len(errors) == 1 and "No folder at" in errors[0] and "folder" in errors[0]
+    assert any("Showing the embedded model instead" in item.value for item in app.sidebar.caption)
+    assert app.sidebar.text_input(key="model").value == "/no/such/folder"  # what the user typed is kept
+
+
+def test_a_hostile_model_reference_is_shown_escaped_never_as_a_link_or_image():
+    hostile = "![x](http://127.0.0.1:9/pixel.png) <b>x</b>"
+    app = open_page("pages/home.py", query={"model": hostile})
+    assert_clean(app)
+    (error,) = [item.value for item in app.sidebar.error]
+    assert "![x](" not in error and "<b>" not in error
+    assert "\\!\\[x\\]" in error and "\\<b\\>" in error
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_lesson_renders_the_default_text_without_an_exception(lesson):
+    app = open_page(f"pages/{lesson}.py")
+    assert_clean(app)
+    assert app.title, f"{lesson} shows no title"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_lesson_survives_empty_and_hostile_text(lesson):
+    for name in ("whitespace", "markdown", "script"):
+        app = open_page(f"pages/{lesson}.py", text=HOSTILE_TEXTS[name])
+        assert_clean(app)
+        if HOSTILE_TEXTS[name].strip():
+            assert HOSTILE_TEXTS[name] not in all_markdown(app), f"{lesson} rendered {name} text as markdown"
+
+
+def _imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_figure_builders_never_import_streamlit():
+    for path in (ROOT / "anatomy" / "viz").glob("*.py"):
+        assert "streamlit" not in _imported_modules(path), path.name
+
+
+def test_model_core_imports_neither_streamlit_nor_plotly():
+    for path in (ROOT / "anatomy").glob("*.py"):
+        assert not {"streamlit", "plotly"} & _imported_modules(path), path.name
+
+
+def test_no_page_or_helper_renders_raw_html():
+    for path in [*(ROOT / "pages").glob("*.py"), *(ROOT / "anatomy" / "ui").glob("*.py"), ROOT / "app.py"]:
+        assert "unsafe_allow_html" not in path.read_text(encoding="utf-8"), path.name
