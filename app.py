@@ -1,13 +1,18 @@
 """Transformer Anatomy: the entrypoint. It sets up the page, the navigation and the shared sidebar;
 each lesson lives in its own file under pages/."""
 
+from pathlib import Path
+
 import streamlit as st
 
 from anatomy.ui import sidebar
 from anatomy.ui.frame import ensure_entrypoint
 
+# A local file: a material-symbol page icon would make the browser fetch it from a font CDN.
+ICON = Path(__file__).parent / "assets" / "icon.png"
+
 ensure_entrypoint()
-st.set_page_config(page_title="Transformer Anatomy", page_icon=":material/neurology:", layout="wide")
+st.set_page_config(page_title="Transformer Anatomy", page_icon=str(ICON), layout="wide")
 
 PAGES = {
     "Start": [st.Page("pages/home.py", title="Welcome", icon=":material/school:", default=True)],

@@ -21,7 +21,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import logging  # noqa: E402
+
 from streamlit.testing.v1 import AppTest  # noqa: E402
+
+logging.disable(logging.WARNING)  # AppTest warns on every run that it has no browser session
 
 from anatomy.pretrained import load_pretrained  # noqa: E402
 

@@ -132,7 +132,8 @@ def toy_lesson() -> Lesson | None:
     generation = st.session_state.setdefault(_GENERATION, 0)
     kept = st.session_state.setdefault(_CELLS, {})
     parsed = []
-    for column, (name, (seed, row_labels)) in zip(st.columns(4), TOY_MATRICES.items()):
+    grid = [*st.columns(2), *st.columns(2)]  # two rows of two: each editor wide enough for its 4 columns
+    for column, (name, (seed, row_labels)) in zip(grid, TOY_MATRICES.items()):
         with column:
             st.latex(name)
             cells = kept.get(name) or matrix_cells(seed)
