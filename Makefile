@@ -22,3 +22,4 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/forward_speed.py
+	$(PY) benchmarks/page_speed.py
