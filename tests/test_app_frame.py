@@ -88,3 +88,27 @@ def test_model_core_imports_neither_streamlit_nor_plotly():
 def test_no_page_or_helper_renders_raw_html():
     for path in [*(ROOT / "pages").glob("*.py"), *(ROOT / "anatomy" / "ui").glob("*.py"), ROOT / "app.py"]:
         assert "unsafe_allow_html" not in path.read_text(encoding="utf-8"), path.name
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt2_folder(tmp_path_factory):
+    """A loadable checkpoint the encoder lessons cannot use: a decoder, with no tokenizer files."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-gpt2")
+    GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=32, n_embd=16, n_layer=1, n_head=2)).save_pretrained(folder)
+    return str(folder)
+
+
+# The attention lesson's own toy examples need no model; its real-model source does.
+ENCODER_VIEWS = {"tokenization": {}, "attention": {"att_source": "model"}, "multihead": {}, "causal": {}, "encoder": {}}
+
+
+@pytest.mark.parametrize("lesson", list(ENCODER_VIEWS))
+def test_a_decoder_checkpoint_in_the_sidebar_gets_an_explanation_on_every_encoder_lesson(lesson, tiny_gpt2_folder):
+    app = open_page(f"pages/{lesson}.py", query={"model": tiny_gpt2_folder, **ENCODER_VIEWS[lesson]})
+    assert_clean(app)
+    assert not app.sidebar.error, "the checkpoint itself loads"
+    assert app.info or app.warning, f"{lesson} should say why it cannot use this model"
