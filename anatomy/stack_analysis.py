@@ -79,7 +79,7 @@ def hidden_state_norms(hidden_states: Sequence[Tensor]) -> Tensor:
 
 
 def similarity_to_previous_layer(hidden_states: Sequence[Tensor]) -> Tensor:
-    """(L, T) row l: cosine between each token's vector after block l + 1 and before it."""
+    """(L, T) row l: cosine between each token's vector after block l and before it."""
     states = stacked_hidden_states(hidden_states)
     return F.cosine_similarity(states[1:], states[:-1], dim=-1)
 
@@ -172,9 +172,9 @@ def stack_main_path_norms(trace: ModelTrace) -> Tensor:
 
 
 def stack_main_path_labels(num_layers: int) -> list[str]:
-    """Short names of the rows of `stack_main_path_norms`, layers counted from 1."""
+    """Short names of the rows of `stack_main_path_norms`, layers counted from 0 as in `trace.layers`."""
     labels = ["embeddings"]
-    for layer in range(1, num_layers + 1):
+    for layer in range(num_layers):
         labels += [f"L{layer} {name}" for name in ("x+Attn", "LN₁", "h+FFN", "LN₂")]
     return labels
 

@@ -3,6 +3,7 @@ classification head on [CLS], and what the stack is made of."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Callable
 
 import pandas as pd
@@ -13,18 +14,9 @@ from anatomy import stack_analysis
 from anatomy.blocks import EncoderLayer
 from anatomy.config import parameter_breakdown
 from anatomy.models import SequenceClassifier
-from anatomy.ui import loaders, sidebar, state, widgets
+from anatomy.ui import loaders, sidebar, widgets
 from anatomy.viz import encoder_stack as figures
 
-TABS = (
-    "Attention, all layers",
-    "Hidden states",
-    "A word in context",
-    "Pre-LN vs post-LN",
-    "Feed-forward",
-    "Classification head",
-    "Parameters",
-)
 FULL_MAP_TOKENS = 128      # longer texts show the full-resolution map a window of query rows at a time
 WINDOW_TOKENS = 64         # rows in such a window, and tokens in the feed-forward heatmap
 DEMO_MAX_TOKENS = 128      # the untrained demonstration reads at most this many tokens
@@ -35,6 +27,9 @@ MIN_LABELS, MAX_LABELS, DEFAULT_LABELS = 2, 10, 2
 context = sidebar.current()
 pretrained = context.pretrained
 config = pretrained.config
+# Layers and heads are counted from 0, as in `trace.layers[0]` and the checkpoint's `encoder.layer.0`; each hidden
+# state is named for the layer that produced it.
+DEPTHS = ["embeddings"] + [f"after layer {layer}" for layer in range(config.num_layers)]
 
 st.title("Encoder stack")
 st.markdown(
@@ -43,23 +38,16 @@ st.markdown(
     "residual connection and a layer norm. This page follows the text in the sidebar through all "
     f"{config.num_layers} blocks of the loaded model. In BERT and MiniLM, block $l$ computes"
 )
-st.latex(
-    r"h = \mathrm{LayerNorm}\big(x + \mathrm{MultiHead}(x)\big),\qquad "
-    r"x_{l+1} = \mathrm{LayerNorm}\big(h + \mathrm{FFN}(h)\big)"
-)
+st.latex(r"h = \mathrm{LayerNorm}\big(x + \mathrm{MultiHead}(x)\big),\qquad "
+         r"x_{l+1} = \mathrm{LayerNorm}\big(h + \mathrm{FFN}(h)\big)")
 
 if pretrained.family != "encoder" or pretrained.tokenizer is None:
-    st.info(
-        "This lesson needs a BERT-family encoder that comes with its tokenizer. Leave the model field in the "
-        "sidebar empty to use the embedded all-MiniLM-L6-v2.",
-        icon=":material/info:",
-    )
+    st.info("This lesson needs a BERT-family encoder that comes with its tokenizer. Leave the model field in "
+            "the sidebar empty to use the embedded all-MiniLM-L6-v2.", icon=":material/info:")
     st.stop()
 if not context.has_text:
-    st.info(
-        "Type a sentence in the sidebar (for example *time flies like an arrow*) to send it through the stack.",
-        icon=":material/edit:",
-    )
+    st.info("Type a sentence in the sidebar (for example *time flies like an arrow*) to send it through the "
+            "stack.", icon=":material/edit:")
     st.stop()
 
 run = loaders.get_encoder_run(context.reference, context.text)
@@ -70,7 +58,7 @@ widgets.truncation_notice(run.tokenized)
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Cached derived numbers (each keyed like the traced run it comes from)
+# Cached numbers and figures (each keyed like the traced run it comes from), and choices kept in the URL
 
 
 @st.cache_resource(max_entries=loaders.MAX_CACHED_RUNS, show_spinner=False)
@@ -82,70 +70,27 @@ def pooled_attention(reference: str, text: str) -> stack_analysis.PooledAttentio
 def norm_growth(reference: str, text: str) -> dict[str, stack_analysis.NormGrowth]:
     model_config = loaders.get_model(reference or loaders.DEFAULT_MODEL_NAME).config
     embeddings = loaders.get_encoder_run(reference, text).output.trace.embeddings.output[:, :DEMO_MAX_TOKENS]
-    return {
-        placement: stack_analysis.main_path_growth(embeddings, model_config, placement)
-        for placement in ("pre", "post")
-    }
-
-
-@st.cache_resource(max_entries=48, show_spinner=False)
-def _cached_figure(chart_key: str, reference: str, text: str, choices: tuple, _build) -> go.Figure:
-    return _build()
+    return {placement: stack_analysis.main_path_growth(embeddings, model_config, placement)
+            for placement in ("pre", "post")}
 
 
 def show_figure(chart_key: str, choices: tuple, build: Callable[[], go.Figure]) -> None:
-    """Draw a figure, building it once per model, text and `choices` (every other input `build` reads):
-    building a styled plotly figure costs tens of milliseconds, sending a cached one a few."""
-    st.plotly_chart(_cached_figure(chart_key, context.reference, context.text, choices, build), key=chart_key)
-
-
-def offer_csv(make_frame: Callable[[], pd.DataFrame], file_name: str, key: str,
-              label: str = "Download the numbers (CSV)") -> None:
-    """A CSV download whose file is written only when clicked (a 512 × 512 map takes half a second)."""
-    st.download_button(label, lambda: make_frame().to_csv(index=True).encode("utf-8"), file_name=file_name,
-                       mime="text/csv", icon=":material/download:", key=key)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Shareable choices
-
-
-def _restored_number(key: str, default: int, low: int, high: int) -> None:
-    """Seed a numeric widget from the URL; drop a session value that no longer fits (another text or model)."""
-    if key in st.session_state and not low <= st.session_state[key] <= high:
-        st.session_state[key] = default
-    state.restore(key, default, parse=int, valid=lambda value: low <= value <= high)
-
-
-def choose_number(label: str, key: str, low: int, high: int, default: int, help: str) -> int:
-    """A slider for `low..high` whose value lives in the URL under `key`."""
-    _restored_number(key, default, low, high)
-    if high > low:
-        st.slider(label, low, high, key=key, help=help)
-    state.publish(**{key: st.session_state[key]})
-    return st.session_state[key]
+    """Draw a figure built once per model, text and `choices` (every other input `build` reads)."""
+    widgets.show_figure(chart_key, (context.reference, context.text, *choices), build)
 
 
 def choose_layer() -> int:
-    """The chosen block, counted from 0 (shown from 1)."""
-    return choose_number(
-        "Layer", "enc_layer", 1, config.num_layers, 1, "Which of the stacked blocks to look inside."
-    ) - 1
+    return widgets.shared_slider("Layer", "enc_layer", 0, config.num_layers - 1, 0,
+                                 "Which of the stacked blocks to look inside, counted from 0.")
 
 
 def choose_window(limit: int) -> tuple[int, int]:
     """The tokens [start, end) to show: all of them up to `limit`, else a window of WINDOW_TOKENS."""
     if num_tokens <= limit:
         return 0, num_tokens
-    start = choose_number(
-        "First token shown", "enc_window", 0, num_tokens - WINDOW_TOKENS, 0,
-        f"The text has {num_tokens} tokens; {WINDOW_TOKENS} rows are shown at a time.",
-    )
+    start = widgets.shared_slider("First token shown", "enc_window", 0, num_tokens - WINDOW_TOKENS, 0,
+                                  f"The text has {num_tokens} tokens; {WINDOW_TOKENS} rows are shown at a time.")
     return start, start + WINDOW_TOKENS
-
-
-def depth_labels() -> list[str]:
-    return ["embeddings"] + [f"layer {layer}" for layer in range(1, config.num_layers + 1)]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -163,72 +108,59 @@ def attention_section() -> None:
     with layer_column:
         layer = choose_layer()
     with head_column:
-        head = choose_number("Head", "enc_head", 1, config.num_heads, 1, "Which head of the chosen layer.") - 1
+        head = widgets.shared_slider("Head", "enc_head", 0, config.num_heads - 1, 0,
+                                     "Which head of the chosen layer, counted from 0.")
     pooled = pooled_attention(context.reference, context.text)
     if pooled.is_downsampled:
-        sizes = sorted({end - start for start, end in pooled.blocks})
-        st.caption(
-            f"The text has {num_tokens} tokens, so each small map is average-pooled to "
-            f"{len(pooled.blocks)} × {len(pooled.blocks)}: a cell is the mean weight over a block of "
-            f"{' or '.join(map(str, sizes))} query tokens × as many key tokens. The map below is not pooled."
-        )
+        sizes = " or ".join(map(str, sorted({end - start for start, end in pooled.blocks})))
+        st.caption(f"The text has {num_tokens} tokens, so each small map is average-pooled to {len(pooled.blocks)} × "
+                   f"{len(pooled.blocks)}: a cell is the mean weight over a block of {sizes} query tokens × as many "
+                   "key tokens. The map below is not pooled.")
     show_figure("enc_overview_chart", (layer, head),
                 lambda: figures.attention_overview(pooled.weights, pooled.blocks, tokens, selected=(layer, head)))
-    st.subheader(f"Layer {layer + 1}, head {head + 1}, every weight")
+    st.subheader(f"Layer {layer}, head {head}, every weight")
     start, end = choose_window(FULL_MAP_TOKENS)
     weights = trace.layers[layer].attention.weights[0, head]          # (T, T)
     show_figure("enc_map_chart", (layer, head, start, end),
                 lambda: figures.attention_map(weights[start:end].cpu(), tokens[start:end], tokens, first_query=start))
-    offer_csv(lambda: widgets.matrix_frame(weights.cpu().numpy(), tokens, tokens),
-              f"attention_layer{layer + 1}_head{head + 1}.csv", key="enc_download_attention")
+    widgets.download_csv(lambda: widgets.matrix_frame(weights.cpu().numpy(), tokens, tokens),
+                         f"attention_layer{layer}_head{head}.csv", key="enc_download_attention")
     widgets.show_source(stack_analysis.pool_attention, stack_analysis.pooling_matrix, stack_analysis.token_blocks)
 
 
 def hidden_states_section() -> None:
     hidden_states = run.output.hidden_states
     st.markdown(
-        "Each block adds what attention and the feed-forward network computed to the token's vector and "
-        "normalises the sum. Two numbers summarise what happens to one token's vector $h$: its length "
-        "$\\lVert h\\rVert$, and how far it turns from one depth to the next, measured by the cosine of the "
-        "angle between the two vectors (1: same direction, 0: unrelated)."
+        "Two numbers summarise what the blocks do to one token's vector $h$: its length $\\lVert h\\rVert$, and "
+        "how far it turns from one depth to the next, measured by the cosine of the angle between the two "
+        "vectors (1: same direction, 0: unrelated)."
     )
     st.latex(r"\cos(h_l, h_m) = \frac{h_l \cdot h_m}{\lVert h_l\rVert\,\lVert h_m\rVert}")
     norms = stack_analysis.hidden_state_norms(hidden_states).cpu()
     show_figure("enc_norms_chart", (), lambda: figures.layer_token_heatmap(
-        norms, depth_labels(), tokens, "‖h‖ of every token at every depth", value_name="‖h‖", value_format=".2f"))
-    state.restore("enc_compare", "previous", valid=lambda value: value in ("previous", "embeddings"))
-    compare = st.segmented_control(
-        "Compare each depth with", ("previous", "embeddings"), key="enc_compare", required=True,
-        format_func={"previous": "the depth before", "embeddings": "the embeddings"}.get,
-    )
-    state.publish(enc_compare=compare)
+        norms, DEPTHS, tokens, "‖h‖ of every token at every depth", value_name="‖h‖", value_format=".2f"))
+    compare = widgets.shared_choice("Compare each depth with", "enc_compare",
+                                    {"previous": "the depth before", "embeddings": "the embeddings"}, "previous")
     if compare == "previous":
         similarity = stack_analysis.similarity_to_previous_layer(hidden_states).cpu()
-        rows = [f"{above} vs {below}" for above, below in zip(depth_labels()[1:], depth_labels())]
+        rows = [f"{above} vs {below}" for above, below in zip(DEPTHS[1:], DEPTHS)]
     else:
         similarity = stack_analysis.similarity_to_embeddings(hidden_states).cpu()
-        rows = [f"{label} vs embeddings" for label in depth_labels()]
+        rows = [f"{label} vs embeddings" for label in DEPTHS]
     show_figure("enc_similarity_chart", (compare,), lambda: figures.layer_token_heatmap(
         similarity, rows, tokens, "cosine similarity of each token with itself", zmax=1.0,
         value_name="cosine", value_format=".3f"))
     row, mean = stack_analysis.least_similar_row(similarity)
-    st.caption(f"On this text the lowest mean over tokens is in the row {rows[row]}: {mean:.3f}.")
-    columns = st.columns(2)
-    with columns[0]:
-        offer_csv(lambda: widgets.matrix_frame(norms.numpy(), depth_labels(), tokens), "hidden_state_norms.csv",
-                  key="enc_download_norms", label="Norms (CSV)")
-    with columns[1]:
-        offer_csv(lambda: widgets.matrix_frame(similarity.numpy(), rows, tokens), "token_self_similarity.csv",
-                  key="enc_download_similarity", label="Similarities (CSV)")
+    st.caption(f"On this text the lowest mean over tokens is in the row “{rows[row]}”: {mean:.3f}.")
+    norms_column, similarity_column = st.columns(2)
+    with norms_column:
+        widgets.download_csv(lambda: widgets.matrix_frame(norms.numpy(), DEPTHS, tokens),
+                             "hidden_state_norms.csv", "Norms (CSV)", key="enc_download_norms")
+    with similarity_column:
+        widgets.download_csv(lambda: widgets.matrix_frame(similarity.numpy(), rows, tokens),
+                             "token_self_similarity.csv", "Similarities (CSV)", key="enc_download_similarity")
     widgets.show_source(stack_analysis.hidden_state_norms, stack_analysis.similarity_to_previous_layer,
                         stack_analysis.similarity_to_embeddings)
-
-
-def _text_choice(label: str, key: str, default: str) -> str:
-    state.restore(key, default, valid=lambda value: len(value) <= MAX_SENTENCE_CHARS)
-    st.text_input(label, key=key, max_chars=MAX_SENTENCE_CHARS)
-    state.publish(**{key: st.session_state[key]})
-    return st.session_state[key]
 
 
 def _located_word(name: str, sentence: str, word: str):
@@ -259,11 +191,11 @@ def word_section() -> None:
     )
     column_a, column_b, column_word = st.columns([5, 5, 3])
     with column_a:
-        sentence_a = _text_choice("Sentence A", "enc_sentence_a", SENTENCE_A)
+        sentence_a = widgets.shared_text_input("Sentence A", "enc_sentence_a", SENTENCE_A, MAX_SENTENCE_CHARS)
     with column_b:
-        sentence_b = _text_choice("Sentence B", "enc_sentence_b", SENTENCE_B)
+        sentence_b = widgets.shared_text_input("Sentence B", "enc_sentence_b", SENTENCE_B, MAX_SENTENCE_CHARS)
     with column_word:
-        word = _text_choice("Word", "enc_word", WORD)
+        word = widgets.shared_text_input("Word", "enc_word", WORD, MAX_SENTENCE_CHARS)
     if not word.strip():
         st.info("Type the word to follow (it must occur in both sentences).", icon=":material/edit:")
         return
@@ -271,31 +203,28 @@ def word_section() -> None:
     if None in found:
         return
     (run_a, location_a), (run_b, location_b) = found
-    st.dataframe(pd.DataFrame({
-        "sentence": ["A", "B"],
-        "word pieces used": [" ".join(sentence_run.tokenized.tokens[i] for i in location.token_indices)
-                             for sentence_run, location in found],
-        "positions": [", ".join(map(str, location.token_indices)) for _, location in found],
-        "occurrences": [location.occurrences for _, location in found],
-    }), hide_index=True)
+    st.dataframe(pd.DataFrame([
+        {"sentence": name, "word pieces used": " ".join(found_run.tokenized.tokens[i] for i in location.token_indices),
+         "positions": ", ".join(map(str, location.token_indices)), "occurrences": location.occurrences}
+        for name, (found_run, location) in zip("AB", found)
+    ]), hide_index=True)
     if any(len(location.token_indices) > 1 for location in (location_a, location_b)):
         st.caption("The word splits into several word pieces: its vector is the mean of its pieces' vectors.")
     if not (location_a.whole_word and location_b.whole_word):
         st.caption("The word was found only inside a longer word; that word's pieces are compared.")
     if max(location_a.occurrences, location_b.occurrences) > 1:
         st.caption("The word occurs more than once in a sentence; the first occurrence is used.")
-    similarity = stack_analysis.contextual_similarity(
-        run_a.output.hidden_states, location_a.token_indices, run_b.output.hidden_states, location_b.token_indices
-    ).cpu()
+    similarity = stack_analysis.contextual_similarity(run_a.output.hidden_states, location_a.token_indices,
+                                                      run_b.output.hidden_states, location_b.token_indices).cpu()
     first, last = float(similarity[0]), float(similarity[-1])
     metrics = st.columns(2)
     metrics[0].metric("At the embeddings", f"{first:.3f}")
-    metrics[1].metric(f"After layer {config.num_layers}", f"{last:.3f}", delta=f"{last - first:+.3f}")
+    metrics[1].metric(f"After layer {config.num_layers - 1}", f"{last:.3f}", delta=f"{last - first:+.3f}")
     show_figure("enc_word_chart", (sentence_a, sentence_b, word), lambda: figures.word_similarity_chart(
-        similarity, depth_labels(), "cosine similarity of the word between sentence A and B"))
-    frame = pd.DataFrame({"cosine similarity": similarity.numpy()}, index=pd.Index(depth_labels(), name="depth"))
+        similarity, DEPTHS, "cosine similarity of the word between sentence A and B"))
+    frame = pd.DataFrame({"cosine similarity": similarity.numpy()}, index=pd.Index(DEPTHS, name="depth"))
     st.dataframe(frame.T.round(4))
-    offer_csv(lambda: frame, "word_in_context.csv", key="enc_download_word")
+    widgets.download_csv(frame, "word_in_context.csv", key="enc_download_word")
     widgets.show_source(stack_analysis.locate_word, stack_analysis.word_vectors, stack_analysis.contextual_similarity)
 
 
@@ -327,19 +256,16 @@ def layer_norm_section() -> None:
         highlight=(start, start + 4), title="‖h‖ along the main path (the chosen layer shaded)"))
     layer_norms = stack_analysis.main_path_norms(trace.layers[layer]).cpu()
     frame = widgets.matrix_frame(layer_norms.T.numpy(), tokens, stack_analysis.MAIN_PATH_CHECKPOINTS)
-    st.caption(f"Layer {layer + 1}: ‖h‖ of every token at each point of the block (from the trace).")
+    st.caption(f"Layer {layer}: ‖h‖ of every token at each point of the block (from the trace).")
     st.dataframe(frame.round(3))
-    st.caption(
-        "The residual sums swing widely (the spikes), and every LayerNorm brings the vectors back to a similar "
-        "length, block after block. That length is not √D: the learned γ and β set it."
-    )
+    st.caption("The residual sums swing widely (the spikes), and every LayerNorm brings the vectors back to a "
+               "similar length, block after block. That length is not √D: the learned γ and β set it.")
     st.subheader("An untrained demonstration")
     growth = norm_growth(context.reference, context.text)
-    shown = min(num_tokens, DEMO_MAX_TOKENS)
     st.markdown(
         f"The same freshly initialised stack of {stack_analysis.DEMO_LAYERS} blocks (seed "
         f"{stack_analysis.DEMO_SEED}, identical weights) is built twice, once pre-LN and once post-LN, and fed "
-        f"this text's embeddings ({shown} tokens)."
+        f"this text's embeddings ({min(num_tokens, DEMO_MAX_TOKENS)} tokens)."
     )
     show_figure("enc_growth_chart", (), lambda: figures.norm_growth_chart(
         growth["pre"].norms.cpu(), growth["post"].norms.cpu(), width ** 0.5, growth["pre"].final_norms.cpu(),
@@ -351,12 +277,10 @@ def layer_norm_section() -> None:
         f"{post_means[1:].min():.2f}–{post_means[1:].max():.2f} after every block. This is why a pre-LN stack "
         "ends with one LayerNorm of its own (the diamond), which brings the sum back to the √D scale."
     )
-    growth_frame = pd.DataFrame(
-        {"pre-LN mean ‖h‖": pre_means.numpy(), "post-LN mean ‖h‖": post_means.numpy()},
-        index=["input"] + [f"after block {index}" for index in range(1, len(pre_means))],
-    )
+    growth_frame = pd.DataFrame({"pre-LN mean ‖h‖": pre_means.numpy(), "post-LN mean ‖h‖": post_means.numpy()},
+                                index=["input"] + [f"after block {index}" for index in range(len(pre_means) - 1)])
     st.dataframe(growth_frame.T.round(3))
-    offer_csv(lambda: growth_frame, "norm_growth.csv", key="enc_download_growth")
+    widgets.download_csv(growth_frame, "norm_growth.csv", key="enc_download_growth")
     widgets.show_source(stack_analysis.main_path_norms, EncoderLayer.residual, stack_analysis.untrained_layers,
                         stack_analysis.main_path_growth)
 
@@ -372,20 +296,21 @@ def feed_forward_section() -> None:
     with layer_column:
         layer = choose_layer()
     with count_column:
-        count = choose_number("Neurons shown", "enc_neurons", 8, 128, 32,
-                              "The neurons with the highest mean activation over this text's tokens.")
+        count = widgets.shared_slider("Neurons shown", "enc_neurons", 8, 128, 32,
+                                      "The neurons with the highest mean activation over this text's tokens.")
     activation = trace.layers[layer].feed_forward.hidden_activation[0]     # (T, F)
     neurons = stack_analysis.most_active_neurons(activation, count)
     start, end = choose_window(WINDOW_TOKENS)
     shown = activation[start:end][:, neurons].cpu()
     fractions = stack_analysis.positive_fraction_by_layer(trace).cpu()
-    st.metric(f"Activations above 0 in layer {layer + 1}", f"{float(fractions[layer]):.1%}",
+    st.metric(f"Activations above 0 in layer {layer}", f"{float(fractions[layer]):.1%}",
               help=f"Over all {num_tokens} tokens × {config.ff_width} neurons.")
     show_figure("enc_activation_chart", (layer, count, start), lambda: figures.activation_heatmap(
         shown, tokens[start:end], neurons.tolist(), first_token=start,
-        title=f"Layer {layer + 1}: the {len(neurons)} most active of {config.ff_width} neurons"))
-    offer_csv(lambda: widgets.matrix_frame(shown.numpy(), tokens[start:end], [f"n{i}" for i in neurons.tolist()]),
-              f"feed_forward_layer{layer + 1}.csv", key="enc_download_activations")
+        title=f"Layer {layer}: the {len(neurons)} most active of {config.ff_width} neurons"))
+    widgets.download_csv(
+        lambda: widgets.matrix_frame(shown.numpy(), tokens[start:end], [f"n{i}" for i in neurons.tolist()]),
+        f"feed_forward_layer{layer}.csv", key="enc_download_activations")
     show_figure("enc_fraction_chart", (layer,), lambda: figures.positive_fraction_chart(
         fractions, layer, "share of activations above 0, per layer"))
     widgets.show_source(stack_analysis.most_active_neurons, stack_analysis.positive_fraction,
@@ -405,17 +330,13 @@ def classifier_section() -> None:
     )
     st.latex(r"s = \tanh(W_p\,h_{[\mathrm{CLS}]} + b_p),\qquad \mathrm{logits} = W s + b,\quad "
              r"W\in\mathbb{R}^{K\times D},\qquad p = \mathrm{softmax}(\mathrm{logits})")
-    st.warning(
-        "This head is **untrained**: W and b are random (seed 0), so its probabilities say nothing about the "
-        "text. Fine-tuning would train W and b (and usually the body) on labelled examples. What matters here "
-        "are the shapes.", icon=":material/casino:",
-    )
-    _restored_number("enc_labels", DEFAULT_LABELS, MIN_LABELS, MAX_LABELS)
-    num_labels = int(st.number_input("Number of labels K", MIN_LABELS, MAX_LABELS, step=1, key="enc_labels"))
-    state.publish(enc_labels=num_labels)
-    head = stack_analysis.apply_classifier_head(
-        body, run.output.last_hidden_state, stack_analysis.untrained_classifier(config.width, num_labels)
-    )
+    st.warning("This head is **untrained**: W and b are random (seed 0), so its probabilities say nothing about "
+               "the text. Fine-tuning would train W and b (and usually the body) on labelled examples. What matters "
+               "here are the shapes.", icon=":material/casino:")
+    num_labels = widgets.shared_number_input("Number of labels K", "enc_labels", MIN_LABELS, MAX_LABELS,
+                                             DEFAULT_LABELS)
+    classifier = stack_analysis.untrained_classifier(config.width, num_labels)
+    head = stack_analysis.apply_classifier_head(body, run.output.last_hidden_state, classifier)
     reads = "the pooler output s" if has_pooler else "h[CLS] itself (this checkpoint has no pooler)"
     st.markdown(
         f"The head reads {reads}. Shapes: h[CLS] ({config.width},) → s ({config.width},) → W ({num_labels}, "
@@ -428,18 +349,15 @@ def classifier_section() -> None:
         head.logits.cpu(), head.probabilities.cpu()))
     st.dataframe(pd.DataFrame({"label": range(num_labels), "logit": head.logits.cpu().numpy(),
                                "probability": head.probabilities.cpu().numpy()}), hide_index=True)
-    st.caption(
-        "The pooler's weights come from the checkpoint; only W and b are new. Dropout before the head is "
-        "switched off outside training. The function below computes what `SequenceClassifier.forward` does "
-        "after its body, reading the shared model without changing it."
-    )
+    st.caption("The pooler's weights come from the checkpoint, and dropout before the head is off outside "
+               "training. The function below computes what `SequenceClassifier.forward` does after its body, "
+               "without changing the model.")
     widgets.show_source(stack_analysis.apply_classifier_head, stack_analysis.untrained_classifier, SequenceClassifier)
 
 
 def parameters_section() -> None:
-    model = pretrained.model
-    rows = stack_analysis.parameter_table(config, model)
-    total = stack_analysis.total_parameters(model)
+    rows = stack_analysis.parameter_table(config, pretrained.model)
+    total = stack_analysis.total_parameters(pretrained.model)
     st.markdown(
         "Every parameter count follows from a handful of shape numbers: the vocabulary V, the positions P, the "
         "width D, the feed-forward width F and the number of blocks L. Per block, four D × D projections with "
@@ -447,55 +365,36 @@ def parameters_section() -> None:
     )
     st.latex(r"\underbrace{4(D^2 + D)}_{\text{attention}} + \underbrace{2DF + F + D}_{\text{feed-forward}}"
              r" + \underbrace{4D}_{\text{layer norms}}")
-    frame = pd.DataFrame({
-        "component": [row.component for row in rows],
-        "from the configuration": [row.from_config for row in rows],
-        "in the loaded model": [row.in_model for row in rows],
-    })
+    frame = pd.DataFrame(map(asdict, rows)).set_index("component")
+    frame.columns = ["from the configuration", "in the loaded model"]
+    frame.loc["total"] = frame.sum()
     frame["share of the loaded model"] = (frame["in the loaded model"] / total).map("{:.1%}".format)
-    totals = {"component": "total", "from the configuration": int(frame["from the configuration"].sum()),
-              "in the loaded model": int(frame["in the loaded model"].sum()), "share of the loaded model": "100.0%"}
-    frame = pd.concat([frame, pd.DataFrame([totals])], ignore_index=True)
-    st.dataframe(frame, hide_index=True)
-    st.markdown(f"Σ p.numel() over the loaded model's parameters: **{total:,}** ({stack_analysis.in_millions(total)}).")
+    st.dataframe(frame.reset_index(), hide_index=True)
+    st.markdown(f"Σ p.numel() over the loaded model's parameters: **{total:,}** "
+                f"({stack_analysis.in_millions(total)}).")
     mismatched = [row.component for row in rows if row.from_config != row.in_model]
     if mismatched:
-        st.caption(
-            f"Rows that differ ({', '.join(mismatched)}): the configuration cannot know these parts, which "
-            "depend on the checkpoint (a fine-tuned classifier's head, for example)."
-        )
+        st.caption(f"Rows that differ ({', '.join(mismatched)}): the configuration cannot know these parts, "
+                   "which depend on the checkpoint (a fine-tuned classifier's head, for example).")
     st.subheader("The model zoo, computed from configurations")
     zoo = stack_analysis.model_zoo()
-    st.dataframe(pd.DataFrame({
-        "model": [entry.name for entry in zoo],
-        "family": [entry.family for entry in zoo],
-        "layers": [entry.num_layers for entry in zoo],
-        "width D": [entry.width for entry in zoo],
-        "heads": [entry.num_heads for entry in zoo],
-        "FF width": [entry.ff_width for entry in zoo],
-        "parameters": [entry.parameters for entry in zoo],
-        "≈": [stack_analysis.in_millions(entry.parameters) for entry in zoo],
-    }), hide_index=True)
-    st.caption(
-        "BERT-large computes to 335M, while it is often quoted as 340M; the same formula gives 109.5M for "
-        "BERT-base (quoted as 110M). GPT-2's counts include no separate output layer: its LM head reuses the "
-        "token embedding table."
-    )
+    zoo_frame = pd.DataFrame(map(asdict, zoo)).rename(columns={
+        "name": "model", "num_layers": "layers", "width": "width D", "num_heads": "heads", "ff_width": "FF width"})
+    zoo_frame["≈"] = zoo_frame["parameters"].map(stack_analysis.in_millions)
+    st.dataframe(zoo_frame, hide_index=True)
+    st.caption("BERT-large computes to 335M, while it is often quoted as 340M; the same formula gives 109.5M for "
+               "BERT-base (quoted as 110M). GPT-2's counts include no separate output layer: its LM head reuses "
+               "the token embedding table.")
     widgets.show_source(parameter_breakdown, stack_analysis.count_parameters_by_component)
 
 
-SECTIONS = (
-    attention_section,
-    hidden_states_section,
-    word_section,
-    layer_norm_section,
-    feed_forward_section,
-    classifier_section,
-    parameters_section,
-)
+SECTIONS = {"Attention, all layers": attention_section, "Hidden states": hidden_states_section,
+            "A word in context": word_section, "Pre-LN vs post-LN": layer_norm_section,
+            "Feed-forward": feed_forward_section, "Classification head": classifier_section,
+            "Parameters": parameters_section}
 
 # Only the open tab runs (the tab is bound to the URL), which keeps a rerun light on long texts.
-for tab, section in zip(st.tabs(TABS, key="enc_tab", bind="query-params"), SECTIONS):
+for tab, section in zip(st.tabs(list(SECTIONS), key="enc_tab", bind="query-params"), SECTIONS.values()):
     if tab.open:
         with tab:
             section()

@@ -52,45 +52,60 @@ def traced(embedded):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Attention of every layer and head
+# Attention of every layer and head (both counted from 0, as in `trace.layers[0]` and `encoder.layer.0`)
 
 
-def test_default_view_tiles_all_72_maps_and_shows_layer_1_head_1_in_full(traced):
+def test_default_view_tiles_all_72_maps_and_shows_layer_0_head_0_in_full(traced):
     app = open_page(PAGE, text=TEXT)
     assert_clean(app)
-    assert app.slider(key="enc_layer").value == 1 and app.slider(key="enc_head").value == 1
+    assert app.slider(key="enc_layer").value == 0 and app.slider(key="enc_head").value == 0
+    assert (app.slider(key="enc_layer").max, app.slider(key="enc_head").max) == (5, 11)
+    assert app.query_params["enc_layer"] == "0" and app.query_params["enc_head"] == "0"
+    assert [subheader.value for subheader in app.subheader] == ["Layer 0, head 0, every weight"]
     overview, full_map = heatmaps(app)
     mosaic = overview["z"]
     assert mosaic.shape == (6 * 8 - 1, 12 * 8 - 1)  # 7 tokens per map plus one empty line
     weights = traced.attention_weights.numpy()
-    np.testing.assert_allclose(mosaic[8:15, 16:23], weights[1, 2], rtol=1e-6)  # layer 2, head 3
+    np.testing.assert_allclose(mosaic[8:15, 16:23], weights[1, 2], rtol=1e-6)  # layer 1, head 2
     np.testing.assert_allclose(full_map["z"], weights[0, 0], rtol=1e-6)
     assert "average-pooled" not in all_markdown(app)
 
 
 def test_choosing_a_layer_and_head_shows_that_map_and_puts_it_in_the_url(traced):
     app = open_page(PAGE, text=TEXT)
-    app.slider(key="enc_layer").set_value(4).run()
-    app.slider(key="enc_head").set_value(9).run()
+    app.slider(key="enc_layer").set_value(3).run()
+    app.slider(key="enc_head").set_value(8).run()
     assert_clean(app)
     np.testing.assert_allclose(heatmaps(app)[1]["z"], traced.attention_weights[3, 8].numpy(), rtol=1e-6)
     (frame,) = plotly_figures(app)[0]["layout"]["shapes"]
     assert (frame["x0"], frame["y0"]) == (8 * 8 - 0.5, 3 * 8 - 0.5)
-    assert app.query_params["enc_layer"] == "4" and app.query_params["enc_head"] == "9"
+    assert [subheader.value for subheader in app.subheader] == ["Layer 3, head 8, every weight"]
+    assert app.query_params["enc_layer"] == "3" and app.query_params["enc_head"] == "8"
 
 
-def test_a_shared_link_restores_layer_and_head(traced):
-    app = open_page(PAGE, text=TEXT, query={"enc_layer": "2", "enc_head": "7"})
+def test_a_shared_link_restores_layer_and_head_as_the_indices_the_code_uses(traced):
+    app = open_page(PAGE, text=TEXT, query={"enc_layer": "1", "enc_head": "6"})
     assert_clean(app)
-    assert app.slider(key="enc_layer").value == 2 and app.slider(key="enc_head").value == 7
+    assert app.slider(key="enc_layer").value == 1 and app.slider(key="enc_head").value == 6
     np.testing.assert_allclose(heatmaps(app)[1]["z"], traced.attention_weights[1, 6].numpy(), rtol=1e-6)
+    assert [subheader.value for subheader in app.subheader] == ["Layer 1, head 6, every weight"]
 
 
-def test_invalid_tab_layer_and_head_in_a_link_fall_back_to_the_first():
-    app = open_page(PAGE, text=TEXT, query={"enc_tab": "nonsense", "enc_layer": "99", "enc_head": "abc"})
+def test_the_last_layer_and_head_are_reachable_from_a_link(traced):
+    app = open_page(PAGE, text=TEXT, query={"enc_layer": "5", "enc_head": "11"})
     assert_clean(app)
-    assert app.slider(key="enc_layer").value == 1 and app.slider(key="enc_head").value == 1
-    assert len(heatmaps(app)) == 2  # the first tab, attention, is open
+    assert app.slider(key="enc_layer").value == 5 and app.slider(key="enc_head").value == 11
+    np.testing.assert_allclose(heatmaps(app)[1]["z"], traced.attention_weights[5, 11].numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("layer, head", [("6", "12"), ("-1", "-1"), ("abc", "1.5"), ("99", "")])
+def test_invalid_tab_layer_and_head_in_a_link_fall_back_to_the_first(traced, layer, head):
+    app = open_page(PAGE, text=TEXT, query={"enc_tab": "nonsense", "enc_layer": layer, "enc_head": head})
+    assert_clean(app)
+    assert app.slider(key="enc_layer").value == 0 and app.slider(key="enc_head").value == 0
+    overview, full_map = heatmaps(app)  # the first tab, attention, is open
+    np.testing.assert_allclose(full_map["z"], traced.attention_weights[0, 0].numpy(), rtol=1e-6)
+    assert app.query_params["enc_layer"] == "0" and app.query_params["enc_head"] == "0"
 
 
 def test_a_long_text_is_pooled_in_the_overview_and_windowed_at_full_resolution(embedded):
@@ -119,16 +134,18 @@ def test_hidden_state_norms_and_self_similarities_are_the_traced_ones(traced):
     states = traced.output.hidden_states
     norms = figure_titled(app, "‖h‖ of every token")["data"][0]
     np.testing.assert_allclose(norms["z"], stack_analysis.hidden_state_norms(states).numpy(), rtol=1e-6)
-    assert list(norms["y"]) == ["embeddings"] + [f"layer {layer}" for layer in range(1, 7)]
+    # each hidden state is named for the layer that produced it
+    assert list(norms["y"]) == ["embeddings"] + [f"after layer {layer}" for layer in range(6)]
     similarity = figure_titled(app, "cosine similarity of each token")["data"][0]
     np.testing.assert_allclose(similarity["z"], stack_analysis.similarity_to_previous_layer(states).numpy(), rtol=1e-6)
-    assert similarity["y"][0] == "layer 1 vs embeddings"
-    assert "layer 6 vs layer 5: 0.658" in all_markdown(app)
+    assert similarity["y"][0] == "after layer 0 vs embeddings"
+    assert "“after layer 5 vs after layer 4”: 0.658" in all_markdown(app)
 
     app.segmented_control(key="enc_compare").set_value("embeddings").run()
     assert_clean(app)
     similarity = figure_titled(app, "cosine similarity of each token")["data"][0]
     np.testing.assert_allclose(similarity["z"], stack_analysis.similarity_to_embeddings(states).numpy(), rtol=1e-6)
+    assert similarity["y"][-1] == "after layer 5 vs embeddings"
     assert app.query_params["enc_compare"] == "embeddings"
 
 
@@ -139,7 +156,8 @@ def test_hidden_state_norms_and_self_similarities_are_the_traced_ones(traced):
 def test_flies_as_verb_and_noun_drifts_from_1_to_0_63():
     app = open_tab("A word in context")
     assert_clean(app)
-    assert [metric.value for metric in app.metric] == ["1.000", "0.631"]
+    assert [(metric.label, metric.value) for metric in app.metric] == [
+        ("At the embeddings", "1.000"), ("After layer 5", "0.631")]
     (figure,) = plotly_figures(app)
     curve = decoded(figure["data"][0]["y"])
     assert [round(value, 3) for value in curve] == [1.0, 0.917, 0.903, 0.871, 0.807, 0.808, 0.631]
@@ -190,14 +208,15 @@ def test_hostile_sentences_are_never_rendered_as_markdown():
 
 
 def test_the_main_path_and_the_untrained_demonstration_are_computed_not_asserted(embedded, traced):
-    app = open_tab("Pre-LN vs post-LN", enc_layer="3")
+    app = open_tab("Pre-LN vs post-LN", enc_layer="2")
     assert_clean(app)
     main_path = figure_titled(app, "‖h‖ along the main path")
     expected = stack_analysis.stack_main_path_norms(traced.output.trace).numpy()
     by_name = {trace["name"]: trace["y"] for trace in main_path["data"]}
     np.testing.assert_allclose(by_name["mean over tokens"], expected.mean(axis=1), rtol=1e-6)
     shaded = [shape for shape in main_path["layout"]["shapes"] if shape["type"] == "rect"]
-    assert (shaded[0]["x0"], shaded[0]["x1"]) == (8.5, 12.5)  # layer 3's four checkpoints
+    assert (shaded[0]["x0"], shaded[0]["x1"]) == (8.5, 12.5)  # layer 2's four checkpoints, after 1 + 4 + 4
+    assert "Layer 2: ‖h‖ of every token at each point of the block (from the trace)." in all_markdown(app)
     table = app.dataframe[0].value
     np.testing.assert_allclose(table.to_numpy(dtype=float),
                                stack_analysis.main_path_norms(traced.output.trace.layers[2]).numpy().T, atol=5e-4)
@@ -216,7 +235,7 @@ def test_the_main_path_and_the_untrained_demonstration_are_computed_not_asserted
 
 
 def test_feed_forward_shows_the_most_active_neurons_and_the_share_above_zero(traced):
-    app = open_tab("Feed-forward", enc_layer="2")
+    app = open_tab("Feed-forward", enc_layer="1")
     assert_clean(app)
     activation = traced.output.trace.layers[1].feed_forward.hidden_activation[0]
     neurons = stack_analysis.most_active_neurons(activation, 32)
@@ -224,6 +243,7 @@ def test_feed_forward_shows_the_most_active_neurons_and_the_share_above_zero(tra
     np.testing.assert_allclose(heatmap["z"], activation[:, neurons].numpy(), rtol=1e-6)
     assert list(heatmap["x"]) == [f"n{neuron}" for neuron in neurons.tolist()]
     fractions = stack_analysis.positive_fraction_by_layer(traced.output.trace)
+    assert app.metric[0].label == "Activations above 0 in layer 1"
     assert app.metric[0].value == f"{fractions[1].item():.1%}" == "17.2%"
 
     app.slider(key="enc_neurons").set_value(8).run()

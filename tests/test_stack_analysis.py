@@ -184,7 +184,7 @@ def test_the_whole_main_path_has_four_checkpoints_per_block(traced):
     norms = stack_analysis.stack_main_path_norms(traced.output.trace)
     labels = stack_analysis.stack_main_path_labels(6)
     assert norms.shape == (25, len(traced.tokenized)) and len(labels) == 25
-    assert labels[:5] == ["embeddings", "L1 x+Attn", "L1 LN₁", "L1 h+FFN", "L1 LN₂"]
+    assert labels[:5] == ["embeddings", "L0 x+Attn", "L0 LN₁", "L0 h+FFN", "L0 LN₂"]
     for depth in range(7):  # every fourth checkpoint is a hidden state
         torch.testing.assert_close(norms[4 * depth], traced.output.hidden_states[depth][0].norm(dim=-1))
 

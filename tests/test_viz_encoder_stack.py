@@ -35,13 +35,13 @@ def test_overview_tiles_every_map_with_one_empty_line_between_them():
             block = mosaic[layer * 5:layer * 5 + 4, head * 5:head * 5 + 4]
             np.testing.assert_allclose(block, pooled[layer, head], rtol=1e-6)
     assert np.isnan(mosaic[4]).all() and np.isnan(mosaic[:, 4]).all()
-    assert list(figure.layout.xaxis.ticktext) == ["head 1", "head 2", "head 3"]
-    assert list(figure.layout.yaxis.ticktext) == ["layer 1", "layer 2"]
+    assert list(figure.layout.xaxis.ticktext) == ["head 0", "head 1", "head 2"]
+    assert list(figure.layout.yaxis.ticktext) == ["layer 0", "layer 1"]
     # the selected map (layer 2, head 3) is framed
     (frame,) = figure.layout.shapes
     assert (frame.x0, frame.x1, frame.y0, frame.y1) == (9.5, 13.5, 4.5, 8.5)
     # hover names carry the escaped token; no raw markup survives
-    assert "layer 1 · query 1: &lt;b&gt;x&lt;/b&gt;" in figure.data[0].y
+    assert "layer 0 · query 1: &lt;b&gt;x&lt;/b&gt;" in figure.data[0].y
     assert not any("<b>" in label for label in list(figure.data[0].x) + list(figure.data[0].y))
 
 
@@ -49,7 +49,7 @@ def test_pooled_overview_names_token_ranges_and_scales_to_the_largest_weight():
     pooled = np.full((1, 1, 2, 2), 0.25)
     pooled[0, 0, 0, 1] = 0.5
     figure = figures.attention_overview(pooled, [(0, 2), (2, 4)], TOKENS)
-    assert list(figure.data[0].x) == ["head 1 · key tokens 0–1", "head 1 · key tokens 2–3"]
+    assert list(figure.data[0].x) == ["head 0 · key tokens 0–1", "head 0 · key tokens 2–3"]
     assert figure.data[0].zmax == 0.5 and figure.data[0].zmin == 0.0
     assert "mean weight" in figure.data[0].hovertemplate
     assert not figure.layout.shapes
@@ -99,7 +99,7 @@ def test_norm_growth_chart_compares_the_mean_norms_of_both_placements():
     by_name = {trace.name: trace for trace in figure.data}
     np.testing.assert_allclose(np.asarray(by_name["pre-LN"].y), [9.0, 11.0, 15.0])
     np.testing.assert_allclose(np.asarray(by_name["post-LN"].y), [9.0, 19.6, 19.6])
-    assert list(by_name["pre-LN"].x) == ["input", "after block 1", "after block 2"]
+    assert list(by_name["pre-LN"].x) == ["input", "after block 0", "after block 1"]
     assert by_name["pre-LN final norm"].y == (pytest.approx(19.6),)
 
 

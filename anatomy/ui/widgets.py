@@ -1,12 +1,16 @@
-"""Small UI pieces every page uses: literal text, the code behind a page, CSV downloads, notices."""
+"""Small UI pieces every page uses: literal text, the code behind a page, CSV downloads, notices,
+choices that live in the URL, and figures built once."""
 
 from __future__ import annotations
 
 import inspect
-from typing import Iterable
+from typing import Callable, Iterable
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
+
+from anatomy.ui import state
 
 
 _MARKDOWN_SPECIALS = set("\\`*_{}[]()#+-.!|<>~$:=^\"'&")
@@ -61,3 +65,61 @@ def truncation_notice(tokenized) -> None:
             f"{len(tokenized)}, so only the first {len(tokenized)} are shown.",
             icon=":material/content_cut:",
         )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Choices that live in the URL (a shared link restores them; a value that does not fit falls back)
+
+
+def restore_number(key: str, default: int, low: int, high: int) -> int:
+    """Seed a numeric widget from the URL; drop a session value outside `low..high` (another text or model)."""
+    if key in st.session_state and not low <= st.session_state[key] <= high:
+        st.session_state[key] = default
+    return state.restore(key, default, parse=int, valid=lambda value: low <= value <= high)
+
+
+def shared_slider(label: str, key: str, low: int, high: int, default: int, help: str | None = None) -> int:
+    """A slider for `low..high` whose value lives in the URL under `key` (no slider when there is one value)."""
+    restore_number(key, default, low, high)
+    if high > low:
+        st.slider(label, low, high, key=key, help=help)
+    state.publish(**{key: st.session_state[key]})
+    return st.session_state[key]
+
+
+def shared_number_input(label: str, key: str, low: int, high: int, default: int) -> int:
+    """A whole-number field for `low..high` whose value lives in the URL under `key`."""
+    restore_number(key, default, low, high)
+    value = int(st.number_input(label, low, high, step=1, key=key))
+    state.publish(**{key: value})
+    return value
+
+
+def shared_text_input(label: str, key: str, default: str, max_chars: int) -> str:
+    """A text field whose value lives in the URL under `key`; a longer value in a link falls back to `default`."""
+    state.restore(key, default, valid=lambda value: len(value) <= max_chars)
+    st.text_input(label, key=key, max_chars=max_chars)
+    state.publish(**{key: st.session_state[key]})
+    return st.session_state[key]
+
+
+def shared_choice(label: str, key: str, options: dict[str, str], default: str) -> str:
+    """A segmented control over `options` (value -> shown name) whose choice lives in the URL under `key`."""
+    state.restore(key, default, valid=lambda value: value in options)
+    choice = st.segmented_control(label, tuple(options), key=key, required=True, format_func=options.get)
+    state.publish(**{key: choice})
+    return choice
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Figures built once
+
+
+@st.cache_resource(max_entries=48, show_spinner=False)
+def _cached_figure(chart_key: str, inputs: tuple, _build: Callable[[], go.Figure]) -> go.Figure:
+    return _build()
+
+
+def show_figure(chart_key: str, inputs: tuple, build: Callable[[], go.Figure]) -> None:
+    """Draw `build()`, built once per `inputs` (everything `build` reads): a styled figure costs tens of ms."""
+    st.plotly_chart(_cached_figure(chart_key, inputs, build), key=chart_key)

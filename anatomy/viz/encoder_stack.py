@@ -96,8 +96,8 @@ def attention_overview(
         for head in range(num_heads):
             mosaic[layer * stride:layer * stride + size, head * stride:head * stride + size] = weights[layer, head]
     names = [_block_label(block, tokens) for block in blocks]
-    row_labels = _with_gaps([[f"layer {layer + 1} · query {name}" for name in names] for layer in range(num_layers)])
-    column_labels = _with_gaps([[f"head {head + 1} · key {name}" for name in names] for head in range(num_heads)])
+    row_labels = _with_gaps([[f"layer {layer} · query {name}" for name in names] for layer in range(num_layers)])
+    column_labels = _with_gaps([[f"head {head} · key {name}" for name in names] for head in range(num_heads)])
     figure = _category_heatmap(
         mosaic, row_labels, column_labels, ATTENTION_SCALE, 0.0, float(np.nanmax(weights)) or 1.0,
         "mean weight" if size < len(tokens) else "weight", ".3f",
@@ -105,11 +105,11 @@ def attention_overview(
     middle = size // 2
     figure.update_xaxes(
         tickvals=[column_labels[head * stride + middle] for head in range(num_heads)],
-        ticktext=[f"head {head + 1}" for head in range(num_heads)],
+        ticktext=[f"head {head}" for head in range(num_heads)],
     )
     figure.update_yaxes(
         tickvals=[row_labels[layer * stride + middle] for layer in range(num_layers)],
-        ticktext=[f"layer {layer + 1}" for layer in range(num_layers)],
+        ticktext=[f"layer {layer}" for layer in range(num_layers)],
     )
     if selected is not None:
         layer, head = selected
@@ -232,7 +232,7 @@ def norm_growth_chart(
 ) -> go.Figure:
     """Mean ‖h‖ on the main path after each block of two stacks that differ only in where LayerNorm sits."""
     pre, post = as_array(pre_norms).mean(axis=1), as_array(post_norms).mean(axis=1)
-    depths = ["input"] + [f"after block {index}" for index in range(1, len(pre))]
+    depths = ["input"] + [f"after block {index}" for index in range(len(pre) - 1)]
     figure = go.Figure()
     figure.add_trace(go.Scatter(x=depths, y=pre, mode="lines+markers+text", name="pre-LN",
                                 text=[f"{value:.1f}" for value in pre], textposition="top center",
@@ -281,7 +281,7 @@ def positive_fraction_chart(fractions, selected_layer: int | None = None, title:
     colors = [HIGHLIGHT if index == selected_layer else MAIN_COLOR for index in range(len(values))]
     figure = go.Figure(
         go.Bar(
-            x=[f"layer {index + 1}" for index in range(len(values))], y=values, marker_color=colors,
+            x=[f"layer {index}" for index in range(len(values))], y=values, marker_color=colors,
             text=[f"{value:.1%}" for value in values], textposition="outside",
             hovertemplate="%{x}<br>%{y:.2%} of activations > 0<extra></extra>",
         )
