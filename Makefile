@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test bench
+.PHONY: setup run test bench train
 
 $(STAMP): requirements.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -23,3 +23,6 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/forward_speed.py
 	$(PY) benchmarks/page_speed.py
+
+train: $(STAMP)
+	$(PY) scripts/train_models.py

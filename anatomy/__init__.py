@@ -18,12 +18,13 @@ from anatomy.attention import (
     Attention,
     scaled_dot_product_attention,
 )
-from anatomy.config import DecoderConfig, EncoderConfig, parameter_count
+from anatomy.config import DecoderConfig, EncoderConfig, Seq2SeqConfig, parameter_count
 from anatomy.devices import choose_device
 from anatomy.masks import causal_mask, padding_mask
 from anatomy.models import DecoderOnlyLM, Encoder, SequenceClassifier
 from anatomy.positional import sinusoidal_positional_encoding
 from anatomy.pretrained import ModelLoadError, load_pretrained
+from anatomy.seq2seq import EncoderDecoder
 
 __all__ = [
     "Attention",
@@ -32,8 +33,10 @@ __all__ = [
     "DecoderOnlyLM",
     "Encoder",
     "EncoderConfig",
+    "EncoderDecoder",
     "ModelLoadError",
     "MultiHeadAttention",
+    "Seq2SeqConfig",
     "SequenceClassifier",
     "causal_mask",
     "choose_device",

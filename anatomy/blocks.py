@@ -77,13 +77,15 @@ class DecoderLayer(EncoderLayer):
     """Masked self-attention, then (in an encoder-decoder model) cross-attention over the encoder's
     output, then feed-forward.
 
-    The self-attention mask is always causal: position t may read positions 0..t only. Cross-attention
+    The self-attention mask is causal: position t may read positions 0..t only. (`config.causal=False`
+    removes it, for the one model trained without it to show what goes wrong.) Cross-attention
     needs no such mask, because the whole source sentence is known before decoding starts; its score
     matrix is rectangular, T decoder queries against S encoder keys.
     """
 
     def __init__(self, config: DecoderConfig):
         super().__init__(config)
+        self.causal = config.causal
         self.cross_attention = Attention(config.width, config.num_heads) if config.cross_attention else None
         self.cross_attention_norm = (
             nn.LayerNorm(config.width, eps=config.layer_norm_eps) if config.cross_attention else None
@@ -99,7 +101,8 @@ class DecoderLayer(EncoderLayer):
     ):
         """(B, T, D) -> (B, T, D); `mask` (e.g. padding) is combined with the causal mask;
         `memory` (B, S, D) is the encoder output that cross-attention reads."""
-        self_mask = combine_masks(causal_mask(hidden.size(1), hidden.device), mask)
+        future_mask = causal_mask(hidden.size(1), hidden.device) if self.causal else None
+        self_mask = combine_masks(future_mask, mask)
         records = {}
 
         def attend(x: Tensor) -> Tensor:

@@ -7,11 +7,13 @@ count of every model in the chapter's tables follows from these few numbers alon
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal, Mapping
 
 Activation = Literal["gelu", "gelu_tanh", "relu"]
 NormPlacement = Literal["pre", "post"]
+
+SEQ2SEQ_MODEL_TYPE = "anatomy-seq2seq"  # config.json's model_type for the encoder-decoder trained here
 
 # Hugging Face names for the feed-forward activation, mapped onto ours. BERT's "gelu" is the exact
 # erf form; GPT-2's "gelu_new" is the tanh approximation it was trained with.
@@ -70,6 +72,45 @@ class DecoderConfig(TransformerConfig):
     layer_norm_eps: float = 1e-5
     tie_embeddings: bool = True       # the LM head reuses the token embedding matrix
     cross_attention: bool = False     # True for the decoder half of an encoder-decoder model
+    causal: bool = True               # False only for the "cheater", trained to show why the mask exists
+
+
+@dataclass(frozen=True, kw_only=True)
+class Seq2SeqConfig(TransformerConfig):
+    """An encoder-decoder ("Attention Is All You Need"): a bidirectional encoder reads the source, a causal
+    decoder writes the target and reads the encoder's output through cross-attention.
+
+    `num_layers` counts the encoder's blocks and `num_decoder_layers` the decoder's, as in T5's config.
+    Both halves share the width, heads, feed-forward size and norm placement (pre-LN by default).
+    """
+
+    vocab_size: int = 32
+    max_positions: int = 32
+    width: int = 64
+    num_layers: int = 2
+    num_decoder_layers: int = 2
+    num_heads: int = 2
+    ff_width: int = 256
+    activation: Activation = "gelu"
+    norm: NormPlacement = "pre"
+    layer_norm_eps: float = 1e-5
+    dropout: float = 0.0
+
+    def _shared(self) -> dict[str, Any]:
+        names = ("vocab_size", "max_positions", "width", "num_heads", "ff_width", "activation", "norm",
+                 "layer_norm_eps", "dropout")
+        return {name: getattr(self, name) for name in names}
+
+    @property
+    def encoder(self) -> EncoderConfig:
+        """The encoder half: no segment embeddings, no embedding LayerNorm, no pooler."""
+        return EncoderConfig(**self._shared(), num_layers=self.num_layers, type_vocab_size=0,
+                             embedding_layer_norm=False, pooler=False)
+
+    @property
+    def decoder(self) -> DecoderConfig:
+        """The decoder half: causal self-attention plus cross-attention, LM head tied to its embeddings."""
+        return DecoderConfig(**self._shared(), num_layers=self.num_decoder_layers, cross_attention=True)
 
 
 PRESETS: dict[str, TransformerConfig] = {
@@ -140,7 +181,13 @@ def config_from_hf(hf_config: Any) -> TransformerConfig:
             layer_norm_eps=_read(hf_config, "layer_norm_epsilon", default=1e-5),
             dropout=_read(hf_config, "resid_pdrop", default=0.1),
             tie_embeddings=_read(hf_config, "tie_word_embeddings", default=True),
+            # Not a GPT-2 field: this project's own unmasked model records it; transformers ignores it.
+            causal=_read(hf_config, "anatomy_causal", default=True),
         )
+    if model_type == SEQ2SEQ_MODEL_TYPE:
+        # This project's own encoder-decoder: its config.json holds our field names as they are.
+        present = {field.name: _read(hf_config, field.name) for field in fields(Seq2SeqConfig)}
+        return Seq2SeqConfig(**{name: value for name, value in present.items() if value is not None})
     raise ValueError(
         f"unsupported model_type {model_type!r}: this app reads BERT-family encoders and GPT-2 decoders"
     )
@@ -156,6 +203,10 @@ def _layer_norm(width: int) -> int:
 
 def parameter_breakdown(config: TransformerConfig) -> dict[str, int]:
     """Parameters per component, computed from the configuration alone."""
+    if isinstance(config, Seq2SeqConfig):
+        halves = {"encoder": config.encoder, "decoder": config.decoder}
+        return {f"{half} {name}": count for half, part in halves.items()
+                for name, count in parameter_breakdown(part).items()}
     D, F = config.width, config.ff_width
     attention = 4 * _linear(D, D)                       # W_Q, W_K, W_V and W_O, each with a bias
     feed_forward = _linear(D, F) + _linear(F, D)

@@ -82,6 +82,12 @@ GPT2_IGNORED = (r"lm_head\.weight", r"h\.\d+\.attn\.(bias|masked_bias)")
 GPT2_PREFIXES = ("transformer.",)
 
 
+def identity_map(parameter_names) -> dict[str, Source]:
+    """Each parameter under its own name: checkpoints written by this package (the encoder-decoder trained
+    here) need no translation, but still go through the same checks."""
+    return {name: Source(name) for name in parameter_names}
+
+
 def expand_layers(key_map: dict[str, Source], num_layers: int) -> dict[str, Source]:
     """Replace `{}` by every layer index: one entry per concrete parameter name."""
     expanded = {}

@@ -18,10 +18,12 @@ import torch
 from torch import Tensor, nn
 
 from anatomy import keymaps
-from anatomy.config import DecoderConfig, EncoderConfig, TransformerConfig, config_from_hf
+from anatomy.config import DecoderConfig, EncoderConfig, Seq2SeqConfig, TransformerConfig, config_from_hf
 from anatomy.devices import choose_device
 from anatomy.keymaps import Source
 from anatomy.models import DecoderOnlyLM, Encoder, SequenceClassifier
+from anatomy.seq2seq import EncoderDecoder
+from anatomy.tasks import LetterTask, task_from_dict
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2 (embedded)"
 
@@ -40,9 +42,14 @@ class PretrainedModel:
     model: nn.Module
     tokenizer: Any  # a transformers tokenizer, or None when the folder ships none
     device: torch.device
+    # The models trained here (anatomy/trained) have no transformers tokenizer: their task knows the format
+    # of their sequences and carries the character vocabulary (`task.tokenizer`). None for other checkpoints.
+    task: LetterTask | None = None
 
     @property
     def family(self) -> str:
+        if isinstance(self.config, Seq2SeqConfig):
+            return "encoder-decoder"
         return "decoder" if isinstance(self.config, DecoderConfig) else "encoder"
 
 
@@ -195,6 +202,9 @@ def load_state(
 
 def _build(config: TransformerConfig, raw_config: dict, checkpoint: dict[str, Tensor]):
     """The module and key map for a checkpoint, chosen from its config and its tensors."""
+    if isinstance(config, Seq2SeqConfig):
+        model = EncoderDecoder(config)
+        return model, keymaps.identity_map(model.state_dict()), (), ()
     if isinstance(config, DecoderConfig):
         if raw_config.get("model_type") != "gpt2":
             raise ModelLoadError(f"Decoder checkpoints of type {raw_config.get('model_type')!r} are not supported.")
@@ -233,15 +243,30 @@ def _load_tokenizer(folder: Path):
         raise ModelLoadError(f"The tokenizer in {folder} could not be loaded ({type(error).__name__}).") from error
 
 
+def _read_task(folder: Path, raw_config: dict) -> LetterTask | None:
+    """The task a model trained here was trained on, checked against the vocabulary its config records."""
+    if "anatomy_task" not in raw_config:
+        return None
+    try:
+        task = task_from_dict(raw_config["anatomy_task"])
+    except (TypeError, ValueError) as error:
+        raise ModelLoadError(f"{folder.name}: its anatomy_task cannot be read ({error}).") from error
+    if list(task.tokenizer.tokens) != raw_config.get("anatomy_vocabulary"):
+        raise ModelLoadError(f"{folder.name}: anatomy_vocabulary does not match the vocabulary of its task.")
+    return task
+
+
 def load_pretrained(
     reference: str | os.PathLike | None = None,
     device: str | torch.device | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> PretrainedModel:
-    """A checkpoint as an anatomy model in eval mode, with its tokenizer, on the chosen device."""
+    """A checkpoint as an anatomy model in eval mode, with its tokenizer (or, for the models trained here,
+    its task), on the chosen device."""
     folder = resolve_model_folder(reference)
     raw_config, config = read_config(folder)
     checkpoint = read_checkpoint(folder)
+    task = _read_task(folder, raw_config)
     model, key_map, ignored, prefixes = _build(config, raw_config, checkpoint)
     load_state(model, _strip_prefix(checkpoint, prefixes), key_map, ignored)
     config = model.config if hasattr(model, "config") else model.encoder.config  # as built from the checkpoint
@@ -249,4 +274,4 @@ def load_pretrained(
     model = model.to(device=target, dtype=dtype).eval()
     model.requires_grad_(False)
     name = DEFAULT_MODEL_NAME if reference in (None, "", DEFAULT_MODEL_NAME) else str(reference)
-    return PretrainedModel(name, folder, config, model, _load_tokenizer(folder), target)
+    return PretrainedModel(name, folder, config, model, _load_tokenizer(folder), target, task)

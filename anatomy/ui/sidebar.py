@@ -1,6 +1,8 @@
 """The sidebar every page shares: which model, on which device, studying which text.
 
 Its values live in session state (so they survive page switches) and in the URL (so a link restores them).
+In hosted mode (see `anatomy.ui.hosting`) the model is picked from an allowlist, and text over the length cap
+is refused before any page runs: the message says so and the text stays in its box.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from dataclasses import dataclass
 import streamlit as st
 
 from anatomy.devices import describe_device
-from anatomy.pretrained import DEFAULT_MODEL_NAME, PretrainedModel
-from anatomy.ui import state
+from anatomy.pretrained import DEFAULT_MODEL_NAME, ModelLoadError, PretrainedModel
+from anatomy.ui import hosting, state
 from anatomy.ui.frame import ensure_entrypoint
-from anatomy.ui.loaders import try_get_model
+from anatomy.ui.hosting import HostingSettings
+from anatomy.ui.loaders import device_problem, shared_model_fingerprint, try_get_model
 from anatomy.ui.widgets import escape_markdown
 
 DEFAULT_TEXT = "time flies like an arrow"
@@ -35,34 +38,31 @@ class StudyContext:
 
 
 def render() -> StudyContext:
-    """Draw the shared sidebar and return the current model and text."""
+    """Draw the shared sidebar and return the current model and text (or stop the page with a message)."""
+    settings = _settings_or_stop()
     state.restore(_MODEL, "")
     state.restore(_TEXT, DEFAULT_TEXT)
     with st.sidebar:
-        st.text_area(
-            "Text to study", key=_TEXT, height=110,
-            help="Any text: it is split into tokens and run through the model. Up to 512 tokens are used.",
-        )
-        st.text_input(
-            "Model", key=_MODEL, placeholder=DEFAULT_MODEL_NAME,
-            help="Leave empty for the embedded all-MiniLM-L6-v2, or give a local folder or a Hugging Face "
-            "hub id of a BERT-family model (from this machine's cache).",
-        )
-        reference = st.session_state[_MODEL].strip()
-        pretrained, problem = try_get_model(reference or DEFAULT_MODEL_NAME)
-        if problem:
-            st.error(escape_markdown(problem), icon=":material/error:")
-            st.caption("Showing the embedded model instead.")
-            reference = ""
-        config = pretrained.config
-        st.badge(describe_device(pretrained.device), icon=":material/memory:", color="green")
-        st.caption(
-            f"{escape_markdown(pretrained.name.split('/')[-1])} · {config.num_layers} layers · {config.num_heads} heads · "
-            f"width {config.width}"
-        )
+        st.text_area("Text to study", key=_TEXT, height=110, help=_text_help(settings))
+        if settings.hosted:
+            _choose_allowed_model(settings)
+        else:
+            st.text_input(
+                "Model", key=_MODEL, placeholder=DEFAULT_MODEL_NAME,
+                help="Leave empty for the embedded all-MiniLM-L6-v2, or give a local folder or a Hugging Face "
+                "hub id of a BERT-family model (from this machine's cache).",
+            )
+        reference, pretrained = _load_or_stop(st.session_state[_MODEL].strip())
+        _describe(pretrained)
+        refusal = settings.text_problem(st.session_state[_TEXT])
+        if refusal:
+            st.error(escape_markdown(refusal), icon=":material/content_cut:")
     context = StudyContext(reference, pretrained, st.session_state[_TEXT])
     state.publish(text=context.text, **({"model": reference} if reference else {}))
     st.session_state["_context"] = context
+    if refusal:  # no page runs on refused text; the page says why, the sidebar keeps the text
+        st.error(escape_markdown(refusal), icon=":material/content_cut:")
+        st.stop()
     return context
 
 
@@ -70,3 +70,61 @@ def current() -> StudyContext:
     """The context the sidebar computed for this run (pages call this first)."""
     ensure_entrypoint()
     return st.session_state["_context"]
+
+
+def _settings_or_stop() -> HostingSettings:
+    try:
+        return hosting.current()
+    except hosting.HostingSettingsError as error:  # the operator's mistake: say so to everyone, plainly
+        st.error(f"This server is misconfigured: {escape_markdown(str(error))}", icon=":material/settings:")
+        st.stop()
+
+
+def _text_help(settings: HostingSettings) -> str:
+    reads = ("Up to 512 tokens are used." if settings.max_input_tokens is None else
+             f"The model reads up to {settings.max_input_tokens} tokens (fewer if its own limit is lower).")
+    limit = "" if settings.max_input_characters is None else f" At most {settings.max_input_characters:,} characters."
+    return f"Any text: it is split into tokens and run through the model. {reads}{limit}"
+
+
+def _choose_allowed_model(settings: HostingSettings) -> None:
+    """A choice among the allowlisted models only: nothing a visitor types or links reaches the loader."""
+    options = list(settings.model_allowlist)
+    wanted = hosting.normalise_reference(st.session_state[_MODEL])
+    if wanted not in options:
+        st.query_params.pop(_MODEL, None)
+        st.warning("The link named a model this demo does not offer, so it uses the embedded model.",
+                   icon=":material/link_off:")
+        wanted = options[0]
+    st.session_state[_MODEL] = wanted
+    st.selectbox("Model", options, key=_MODEL, format_func=hosting.model_label, disabled=len(options) == 1,
+                 help="This hosted demo offers the models its operator chose.")
+
+
+def _load_or_stop(reference: str) -> tuple[str, PretrainedModel]:
+    """The model in use and its reference ("" when the embedded model stands in for a failed one)."""
+    try:
+        pretrained, problem = try_get_model(reference or DEFAULT_MODEL_NAME)
+    except ModelLoadError as error:  # the embedded model itself is broken: no page can run
+        st.error(f"The embedded model could not be loaded, so no lesson can run: {escape_markdown(str(error))}",
+                 icon=":material/error:")
+        st.stop()
+    if problem:
+        st.error(escape_markdown(problem), icon=":material/error:")
+        st.caption("Showing the embedded model instead.")
+        reference = ""
+    fallback = device_problem()
+    if fallback:
+        st.warning(f"{escape_markdown(fallback)} Running on the CPU instead.", icon=":material/memory:")
+    return reference, pretrained
+
+
+def _describe(pretrained: PretrainedModel) -> None:
+    config = pretrained.config
+    st.badge(describe_device(pretrained.device), icon=":material/memory:", color="green")
+    st.caption(
+        f"{escape_markdown(pretrained.name.split('/')[-1])} · {config.num_layers} layers · {config.num_heads} heads · "
+        f"width {config.width}"
+    )
+    if hosting.fingerprint_enabled() and st.query_params.get("fingerprint"):
+        st.caption(f"weights sha256 {shared_model_fingerprint()}")

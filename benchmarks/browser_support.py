@@ -1,0 +1,121 @@
+"""What the browser benchmarks share: texts of an exact token count, the app served for real, Chromium, and
+one measured page load (bytes received and milliseconds until the figures are painted).
+
+Bytes are counted as Chromium's network layer saw them: every HTTP response's encoded size, headers
+included (CDP `Network.loadingFinished.encodedDataLength`), plus the payload of every WebSocket frame the
+page received (Streamlit sends its figures over a WebSocket). Time runs from the start of navigation
+(`performance.timeOrigin`) to the animation frame in which the page's own "painted" condition first held.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))                       # anatomy
+sys.path.insert(0, str(ROOT / "tests" / "browser"))  # the served app and the "painted" condition the tests use
+
+from app_driver import PAINTED, VIEWPORT, is_loopback  # noqa: E402
+from served_app import StreamlitServer, chromium_launch_options  # noqa: E402,F401  (re-exported)
+
+ARTIFACTS = ROOT / "test-artifacts"
+SENTENCE = "The quick brown fox jumps over the lazy dog while attention heads watch every word. "  # as page_speed.py
+LIMIT_MS = 120_000  # a view not painted by then is reported as such
+
+
+@dataclass
+class Load:
+    """One page load as the browser saw it."""
+
+    paint_ms: float | None          # None: not painted within the limit (or the tab crashed)
+    http_bytes: int
+    websocket_bytes: int
+    document_bytes: int             # the HTML document alone
+    off_loopback: list[str] = field(default_factory=list)
+    error: str = ""
+    script_done_ms: float | None = None  # Streamlit pages: when the server's run ended (the rest is drawing)
+
+    @property
+    def total_bytes(self) -> int:
+        return self.http_bytes + self.websocket_bytes
+
+
+def painted_when(condition: str) -> str:
+    """A function for `wait_for_function`: performance.now() once `condition(arg)` holds, else false."""
+    return f"(arg) => (({condition})(arg) ? performance.now() : false)"
+
+
+STREAMLIT_PAINTED = painted_when(PAINTED)
+# Notes when Streamlit's script run first ends, to split a load into the server's part and the browser's.
+SCRIPT_DONE = """window.__scriptDone = null;
+new MutationObserver(() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (window.__scriptDone === null && app && app.dataset.testScriptState === 'notRunning')
+    window.__scriptDone = performance.now();
+}).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-test-script-state']});"""
+
+
+def load(context, url: str, condition: str, arg=None, limit_ms: int = LIMIT_MS) -> Load:
+    """Open `url` in a new tab of `context` and measure it. The tab is closed afterwards."""
+    page = context.new_page()
+    network = context.new_cdp_session(page)
+    network.send("Network.enable")
+    sizes: dict[str, int] = {}
+    documents: dict[str, str] = {}
+    websocket = [0]
+    requests: list[str] = []
+    network.on("Network.loadingFinished",
+               lambda event: sizes.__setitem__(event["requestId"], event["encodedDataLength"]))
+    network.on("Network.requestWillBeSent",
+               lambda event: documents.__setitem__(event["requestId"], event["type"]) if event.get("type") else None)
+    page.on("websocket", lambda socket: socket.on(
+        "framereceived", lambda payload: websocket.__setitem__(0, websocket[0] + len(payload))))
+    page.on("request", lambda request: requests.append(request.url))
+    page.add_init_script(SCRIPT_DONE)
+    paint_ms, script_ms, error = None, None, ""
+    try:
+        page.goto(url, wait_until="commit", timeout=limit_ms)
+        handle = page.wait_for_function(condition, arg=arg, polling="raf", timeout=limit_ms)
+        paint_ms = float(handle.json_value())
+        script_ms = page.evaluate("() => window.__scriptDone")
+        page.wait_for_timeout(500)  # late responses (a font, the favicon) still count as bytes sent
+    except Exception as problem:  # noqa: BLE001 (a timeout or a crashed tab is a result here)
+        error = f"{type(problem).__name__}: {str(problem).splitlines()[0][:120]}"
+    document = sum(size for request, size in sizes.items() if documents.get(request) == "Document")
+    result = Load(paint_ms, sum(sizes.values()), websocket[0], document,
+                  [url for url in requests if not is_loopback(url)], error, script_ms)
+    try:
+        page.close()
+    except Exception:  # noqa: BLE001 (a crashed tab may refuse to close)
+        pass
+    return result
+
+
+def text_of_exactly(tokenizer, num_tokens: int) -> str:
+    """A text that the tokenizer turns into exactly num_tokens tokens, [CLS] and [SEP] included."""
+    ids = tokenizer(SENTENCE * num_tokens, add_special_tokens=False, verbose=False)["input_ids"]
+    text = tokenizer.decode(ids[: num_tokens - 2])
+    assert len(tokenizer(text)["input_ids"]) == num_tokens, "decoded text re-tokenized to another length"
+    return text
+
+
+def median(values):
+    values = [value for value in values if value is not None]
+    return statistics.median(values) if values else None
+
+
+def load_average() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def new_context(browser):
+    return browser.new_context(viewport=VIEWPORT)
+
+
+def seconds_since(start: float) -> float:
+    return time.perf_counter() - start

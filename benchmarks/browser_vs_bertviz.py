@@ -1,0 +1,293 @@
+"""Bytes sent to the browser and time until the figures are painted: this app's multi-head page next to
+BertViz's `head_view` and `model_view`, on the same model and the same text, at 32, 128, 256 and 512 tokens;
+then every page of the app at 512 tokens.
+
+    pip install -r benchmarks/requirements.txt          # bertviz, for this benchmark only
+    python benchmarks/browser_vs_bertviz.py [--repeats 3] [--lengths 32,128,256,512] [--json out.json]
+
+Everything runs offline on loopback. BertViz's HTML loads require.js, d3 and jQuery from CDNs; the script
+fetches the same libraries once from the npm registry (`npm pack`, into test-artifacts/bertviz-vendor/),
+serves them from a loopback static server and rewrites the CDN addresses in BertViz's HTML to point there.
+npm has no jQuery 2.0.0, the version BertViz names; 2.1.0 (83 KB minified, like 2.0.0) stands in. npm's
+requirejs ships require.js unminified (85 KB against the CDN's 17 KB): BertViz's byte counts carry those
+68 KB extra, under 5 % of its smallest page.
+
+BertViz gets the model's attention from Hugging Face `BertModel` (eager attention, output_attentions=True)
+on the embedded all-MiniLM-L6-v2, exactly as its README does; the app computes its own with `anatomy`.
+Building BertViz's HTML in Python is not timed: only the browser is.
+
+Each view is loaded `--repeats` times, each time in a fresh browser context (empty HTTP cache: "cold"), and
+once more in the same context ("warm": the libraries are cached, the data is sent again). The app's first
+cold load of a text also runs the model on the server and is shown apart ("first"). Times are medians, in
+seconds from navigation start to the animation frame in which the figures were complete: for the app, the
+condition the browser tests use (script done, no placeholder left, every plotly chart drawn); for BertViz,
+its SVG holding its attention lines (BertViz draws synchronously, so the SVG is complete once it exists).
+A view not painted within 120 s is reported as such. The goals are informational; the script exits 0
+whether or not they are met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import threading
+from pathlib import Path
+from urllib.parse import quote
+
+import torch
+from bertviz import head_view, model_view
+from playwright.sync_api import sync_playwright
+from transformers import BertModel
+
+from browser_support import (
+    ARTIFACTS, LIMIT_MS, STREAMLIT_PAINTED, Load, StreamlitServer, chromium_launch_options, load, load_average, median,
+    new_context, painted_when, text_of_exactly,
+)
+import anatomy
+from lessons import LESSONS
+
+LENGTHS = (32, 128, 256, 512)
+ALL_PAGES_GOAL_SECONDS = 3.0
+LIMIT_S = LIMIT_MS // 1000
+VENDOR = ARTIFACTS / "bertviz-vendor"
+# CDN address in BertViz's HTML -> (npm package, file inside it, name served on loopback)
+CDN = "https://cdnjs.cloudflare.com/ajax/libs"
+CDN_FILES = {
+    f"{CDN}/require.js/2.3.6/require.min.js": ("requirejs@2.3.6", "require.js", "require.min.js"),
+    f"{CDN}/d3/5.7.0/d3.min": ("d3@5.7.0", "dist/d3.min.js", "d3.min.js"),
+    f"{CDN}/jquery/2.0.0/jquery.min": ("jquery@2.1.0", "dist/jquery.min.js", "jquery.min.js"),
+}
+BERTVIZ_PAINTED = painted_when(
+    "() => { const svg = document.querySelector('#vis svg'); return !!svg && !!svg.querySelector('line'); }"
+)
+
+
+# ---- BertViz, offline ----------------------------------------------------------------------------------------
+
+
+def fetch_vendor_libraries() -> None:
+    """The three JavaScript files BertViz loads, from the npm registry, once."""
+    VENDOR.mkdir(parents=True, exist_ok=True)
+    for package, member, served_as in CDN_FILES.values():
+        if (VENDOR / served_as).exists():
+            continue
+        with tempfile.TemporaryDirectory() as folder:
+            subprocess.run(["npm", "pack", package, "--silent"], cwd=folder, check=True, capture_output=True)
+            (tarball,) = Path(folder).glob("*.tgz")
+            with tarfile.open(tarball) as archive:
+                source = archive.extractfile(f"package/{member}")
+                (VENDOR / served_as).write_bytes(source.read())
+
+
+def offline_html(fragment: str, title: str) -> str:
+    """BertViz's returned HTML as a page whose libraries come from the loopback server."""
+    for cdn, (_, _, served_as) in CDN_FILES.items():
+        local = f"/vendor/{served_as}" if cdn.endswith(".js") else f"/vendor/{served_as.removesuffix('.js')}"
+        fragment = fragment.replace(cdn, local)
+    head = fragment[:200_000]  # the CDN addresses sit before the attention data
+    assert "cdnjs" not in head and "googleapis" not in head, "a CDN address was left in BertViz's HTML"
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head>"
+            f"<body>{fragment}</body></html>")
+
+
+def write_bertviz_pages(site: Path, hf_model, tokenizer, text: str, length: int) -> None:
+    inputs = tokenizer(text, return_tensors="pt")
+    with torch.no_grad():
+        attention = hf_model(**inputs, output_attentions=True).attentions  # L × (1, H, T, T)
+    tokens = tokenizer.convert_ids_to_tokens(inputs["input_ids"][0])
+    assert len(tokens) == length
+    for name, view in (("head_view", head_view), ("model_view", model_view)):
+        html = view(attention, tokens, html_action="return").data
+        (site / f"{name}-{length}.html").write_text(offline_html(html, f"BertViz {name}, {length} tokens"))
+        del html
+
+
+class StaticSite:
+    """The folder of BertViz pages and libraries on a free loopback port. Libraries are cacheable (as a
+    CDN serves them); pages are not, so a warm load sends the data again, as the app's does."""
+
+    def __init__(self, folder: Path):
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def end_headers(self):
+                cacheable = self.path.startswith("/vendor/")
+                self.send_header("Cache-Control", "public, max-age=31536000, immutable" if cacheable else "no-store")
+                super().end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        handler = functools.partial(Handler, directory=str(folder))
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# ---- measuring -----------------------------------------------------------------------------------------------
+
+
+def measure(browser, url: str, condition: str, arg, repeats: int) -> tuple[list[Load], list[Load]]:
+    """`repeats` cold loads, each in a fresh context followed by a warm load in it. A view that fails to
+    paint once is not loaded again (it would only fail again, slowly)."""
+    cold, warm = [], []
+    for _ in range(repeats):
+        context = new_context(browser)
+        try:
+            cold.append(load(context, url, condition, arg))
+            if cold[-1].paint_ms is None:
+                break
+            warm.append(load(context, url, condition, arg))
+        finally:
+            context.close()
+    return cold, warm
+
+
+def first_load(browser, url: str, condition: str, arg) -> float | None:
+    """Seconds to paint on a fresh context, the first time the server sees this text (or this page)."""
+    context = new_context(browser)
+    try:
+        result = load(context, url, condition, arg)
+    finally:
+        context.close()
+    return None if result.paint_ms is None else result.paint_ms / 1000
+
+
+def summary(cold: list[Load], warm: list[Load]) -> dict:
+    seconds = lambda loads: (None if any(item.paint_ms is None for item in loads) or not loads  # noqa: E731
+                             else median([item.paint_ms for item in loads]) / 1000)
+    script = [item.script_done_ms for item in cold if item.script_done_ms is not None]
+    return {
+        "script_done_s": median(script) / 1000 if script else None,
+        "total_bytes": median([item.total_bytes for item in cold]),
+        # The view's data: what the app sends over its WebSocket, or BertViz's HTML document (which holds it).
+        "data_bytes": median([item.websocket_bytes or item.document_bytes for item in cold]),
+        "cold_s": seconds(cold),
+        "warm_s": seconds(warm),
+        "errors": sorted({item.error for item in cold + warm if item.error}),
+        "off_loopback": sorted({url for item in cold + warm for url in item.off_loopback}),
+    }
+
+
+def show(value, unit: str = "") -> str:
+    if value is None:
+        return f">{LIMIT_S}"
+    if unit == "MB":
+        return f"{value / 1e6:.2f}"
+    return f"{value:.2f}"
+
+
+def compare_at(length: int, browser, server, site, site_folder: Path, hf_model, tokenizer, repeats: int) -> dict:
+    """The app's multi-head page, BertViz's head view and its model view, on one text of `length` tokens."""
+    text = text_of_exactly(tokenizer, length)
+    write_bertviz_pages(site_folder, hf_model, tokenizer, text, length)
+    ours = f"{server.url}/multihead?text={quote(text)}"
+    first = first_load(browser, ours, STREAMLIT_PAINTED, 1)
+    rows = {
+        "app multihead": summary(*measure(browser, ours, STREAMLIT_PAINTED, 1, repeats)),
+        "bertviz head": summary(*measure(browser, f"{site.url}/head_view-{length}.html", BERTVIZ_PAINTED, None,
+                                         repeats)),
+        "bertviz model": summary(*measure(browser, f"{site.url}/model_view-{length}.html", BERTVIZ_PAINTED, None,
+                                          repeats)),
+    }
+    rows["app multihead"]["first_s"] = first
+    for html in site_folder.glob(f"*-{length}.html"):
+        html.unlink()
+    return rows
+
+
+def time_every_page(browser, server, tokenizer, repeats: int) -> dict:
+    """Every page of the app opened on a 512-token text (the model run is shared between pages)."""
+    text = text_of_exactly(tokenizer, 512)
+    rows = {}
+    for name, lesson in LESSONS.items():
+        query = "".join(f"&{key}={quote(str(value))}" for key, value in lesson.query.items())
+        url = f"{server.url}/{lesson.path}?text={quote(text)}{query}"
+        plots = min(lesson.charts, 1)
+        first = first_load(browser, url, STREAMLIT_PAINTED, plots)
+        rows[name] = summary(*measure(browser, url, STREAMLIT_PAINTED, plots, repeats))
+        rows[name]["first_s"] = first
+        print_row(name, rows[name])
+    return rows
+
+
+def print_row(name: str, row: dict, length: int | None = None) -> None:
+    lead = f"{length:>6}  {name:<15}" if length is not None else f"{name:<23}"
+    print(f"{lead}{show(row['total_bytes'], 'MB'):>9}{show(row['data_bytes'], 'MB'):>9}"
+          f"{show(row['first_s']) if 'first_s' in row else '':>9}{show(row['cold_s']):>9}{show(row['warm_s']):>9}"
+          f"{show(row['script_done_s']) if row['script_done_s'] is not None else '':>9}  {'; '.join(row['errors'])}"
+          f"{'  OFF LOOPBACK: ' + ', '.join(row['off_loopback']) if row['off_loopback'] else ''}")
+
+
+COLUMNS = f"{'total MB':>9}{'data MB':>9}{'first s':>9}{'cold s':>9}{'warm s':>9}{'script s':>9}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--lengths", default=",".join(map(str, LENGTHS)), help='"" skips BertViz')
+    parser.add_argument("--no-pages", action="store_true", help="skip timing every page at 512 tokens")
+    parser.add_argument("--json", type=Path)
+    arguments = parser.parse_args()
+    lengths = [int(value) for value in arguments.lengths.split(",") if value]
+
+    fetch_vendor_libraries()
+    pretrained = anatomy.load_pretrained(device="cpu")
+    hf_model = BertModel.from_pretrained(str(pretrained.folder), attn_implementation="eager").eval()
+    site_folder = Path(tempfile.mkdtemp(prefix="bertviz-site-"))
+    shutil.copytree(VENDOR, site_folder / "vendor")
+    site = StaticSite(site_folder)
+    results = {"load_average_before": load_average(), "lengths": {}, "pages_at_512": {}}
+    print(f"load average before: {results['load_average_before']}")
+    with StreamlitServer(log_path=ARTIFACTS / "streamlit-benchmark.log") as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(**chromium_launch_options())
+        if lengths:
+            print(f"{'tokens':>6}  {'view':<15}{COLUMNS}")
+        for length in lengths:
+            rows = compare_at(length, browser, server, site, site_folder, hf_model, pretrained.tokenizer,
+                              arguments.repeats)
+            for name, row in rows.items():
+                print_row(name, row, length)
+            results["lengths"][length] = rows
+        if not arguments.no_pages:
+            print("\nEvery page at 512 tokens (first: the page's own caches are cold; the model run is shared)")
+            print(f"{'page':<23}{COLUMNS}")
+            results["pages_at_512"] = time_every_page(browser, server, pretrained.tokenizer, arguments.repeats)
+        browser.close()
+    site.close()
+    shutil.rmtree(site_folder, ignore_errors=True)
+    results["load_average_after"] = load_average()
+    print(f"load average after: {results['load_average_after']}")
+    report_goals(results)
+    if arguments.json:
+        arguments.json.write_text(json.dumps(results, indent=2))
+
+
+def report_goals(results: dict) -> None:
+    print("\nGoals")
+    for length, rows in results["lengths"].items():
+        ours, theirs = rows["app multihead"], rows["bertviz head"]
+        fewer_total = ours["total_bytes"] < theirs["total_bytes"]
+        fewer_data = ours["data_bytes"] < theirs["data_bytes"]
+        sooner = ours["cold_s"] is not None and (theirs["cold_s"] is None or ours["cold_s"] < theirs["cold_s"])
+        print(f"  {length:>3} tokens, multihead vs BertViz head view: fewer bytes (cold total) "
+              f"{'PASS' if fewer_total else 'MISS'}, fewer bytes (data) {'PASS' if fewer_data else 'MISS'}, "
+              f"paints sooner (cold) {'PASS' if sooner else 'MISS'}")
+    pages = results["pages_at_512"]
+    for kind in ("first_s", "cold_s", "warm_s") if pages else ():
+        slow = {name: round(row[kind], 2) if row[kind] is not None else None for name, row in pages.items()
+                if row[kind] is None or row[kind] > ALL_PAGES_GOAL_SECONDS}
+        print(f"  every page paints in <= {ALL_PAGES_GOAL_SECONDS:.0f} s at 512 tokens ({kind[:-2]}): "
+              f"{'PASS' if not slow else 'MISS ' + json.dumps(slow)}")
+
+
+if __name__ == "__main__":
+    main()

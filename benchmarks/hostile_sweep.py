@@ -1,0 +1,147 @@
+"""Every hostile input (tests/hostile_corpus.py) through every input of every page, headlessly.
+
+The CI tests run a bounded selection (tests/test_hostile_inputs.py); this script runs the whole cross
+product once and prints, per input field, how many runs there were, how many failed and the slowest run:
+
+    python benchmarks/hostile_sweep.py            # about 10 minutes on a 2-core machine
+    python benchmarks/hostile_sweep.py --quick    # the sidebar on three pages only
+
+A run fails when it raised, sent hostile markup to a markdown element, drew raw HTML, or made the server
+reach a host other than loopback. Set ANATOMY_HOSTED=1 to sweep the hosted configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from apptest_helpers import open_page  # noqa: E402
+from hostile_corpus import NUMBER_TEXTS, TEXTS, OutboundConnections, problems_after  # noqa: E402
+
+# Every view whose content depends on the sidebar text: a page plus the link parameters that open a tab.
+SIDEBAR_VIEWS = {
+    "home": ("pages/home.py", {}),
+    "tokenization": ("pages/tokenization.py", {}),
+    "positional": ("pages/positional.py", {}),
+    "attention/embeddings": ("pages/attention.py", {"att_source": "embeddings"}),
+    "attention/model": ("pages/attention.py", {"att_source": "model"}),
+    **{f"multihead/{tab}": ("pages/multihead.py", {"mh_tab": tab}) for tab in (
+        "All heads", "Head view", "Two sentences", "Head statistics", "Split and recombine", "Switch a head off")},
+    "causal": ("pages/causal.py", {}),
+    **{f"encoder/{tab}": ("pages/encoder.py", {"enc_tab": tab}) for tab in (
+        "Attention, all layers", "Hidden states", "A word in context", "Pre-LN vs post-LN", "Feed-forward",
+        "Classification head", "Parameters")},
+}
+QUICK_VIEWS = ("tokenization", "attention/model", "encoder/Attention, all layers")
+
+# Text fields of the pages themselves: (page, link parameters that show the field, session key).
+PAGE_FIELDS = {
+    "tok_pair": ("pages/tokenization.py", {}, "tok_pair"),
+    "mh_sentence_a": ("pages/multihead.py", {"mh_tab": "Two sentences"}, "mh_sentence_a"),
+    "mh_sentence_b": ("pages/multihead.py", {"mh_tab": "Two sentences"}, "mh_sentence_b"),
+    "enc_sentence_a": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_sentence_a"),
+    "enc_sentence_b": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_sentence_b"),
+    "enc_word": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_word"),
+    "att_toy_cell": ("pages/attention.py", {"att_source": "toy"}, None),  # one entry of the editable X
+}
+
+# Numeric (and choice) link parameters, each opened in a fresh session with every NUMBER_TEXTS value.
+NUMBER_PARAMETERS = {
+    "pages/positional.py": ("pos_d", "pos_base", "pos_n", "pos_p", "pos_dims", "pos_measure"),
+    "pages/attention.py": ("att_layer", "att_head", "att_step", "att_query", "att_key", "att_all", "att_source"),
+    "pages/multihead.py": ("mh_layer", "mh_head", "mh_heads", "mh_threshold", "mh_token", "mh_ablate", "mh_tab"),
+    "pages/causal.py": ("cm_layer", "cm_head", "cm_pad", "cm_window_start", "cm_pad_causal"),
+    "pages/encoder.py": ("enc_layer", "enc_head", "enc_labels", "enc_neurons", "enc_window", "enc_tab"),
+    "pages/tokenization.py": ("tok_dims", "tok_vocab", "tok_first", "tok_view", "tok_special"),
+}
+
+
+class Tally:
+    def __init__(self):
+        self.rows: dict[str, dict] = {}
+
+    def add(self, field: str, name: str, seconds: float, problems: list[str]) -> None:
+        row = self.rows.setdefault(field, {"runs": 0, "failures": [], "times": []})
+        row["runs"] += 1
+        row["times"].append((seconds, name))
+        row["failures"] += [f"{name}: {problem}" for problem in problems]
+
+    def print(self) -> int:
+        print(f"\n{'field':44} {'runs':>5} {'failed':>6} {'median s':>9} {'slowest s':>10}  slowest input")
+        failures = 0
+        for field, row in self.rows.items():
+            times = sorted(row["times"])
+            slowest, slowest_name = times[-1]
+            print(f"{field:44} {row['runs']:5d} {len(row['failures']):6d} "
+                  f"{statistics.median(t for t, _ in times):9.2f} {slowest:10.2f}  {slowest_name}")
+            failures += len(row["failures"])
+        for field, row in self.rows.items():
+            for failure in row["failures"]:
+                print(f"FAIL {field}: {failure}")
+        runs = sum(row["runs"] for row in self.rows.values())
+        print(f"\n{runs} runs, {failures} problems")
+        return failures
+
+
+def timed_run(app):
+    start = time.perf_counter()
+    app.run()
+    return time.perf_counter() - start
+
+
+def sweep_sidebar(tally: Tally, views) -> None:
+    for view in views:
+        page, query = SIDEBAR_VIEWS[view]
+        app = open_page(page, query=query)
+        for name, text in TEXTS.items():
+            app.session_state["text"] = text
+            tally.add(f"sidebar text on {view}", name, timed_run(app), problems_after(app, text))
+
+
+def sweep_page_fields(tally: Tally) -> None:
+    for field, (page, query, key) in PAGE_FIELDS.items():
+        app = open_page(page, query=query)
+        for name, text in TEXTS.items():
+            if key is None:
+                cells = [["2", "0", "1", "1"], ["0", "1", "1", "1"], ["1", "1", "0", "1"]]
+                cells[0][0] = text
+                app.session_state["att_toy_cells"] = {"X": cells}
+            else:
+                app.session_state[key] = text
+            tally.add(f"{field} (page field)", name, timed_run(app), problems_after(app, text))
+
+
+def sweep_numbers(tally: Tally) -> None:
+    for page, parameters in NUMBER_PARAMETERS.items():
+        for parameter in parameters:
+            for name, raw in NUMBER_TEXTS.items():
+                start = time.perf_counter()
+                app = open_page(page, query={parameter: raw})
+                tally.add(f"?{parameter}= (link)", name, time.perf_counter() - start, problems_after(app, raw))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="only the sidebar text, on three pages")
+    arguments = parser.parse_args()
+    tally = Tally()
+    started = time.perf_counter()
+    open_page("pages/home.py")  # load the model once, outside the timings
+    with OutboundConnections() as outbound:
+        sweep_sidebar(tally, QUICK_VIEWS if arguments.quick else SIDEBAR_VIEWS)
+        if not arguments.quick:
+            sweep_page_fields(tally)
+            sweep_numbers(tally)
+    failures = tally.print()
+    print(f"{len(TEXTS)} texts, {len(NUMBER_TEXTS)} number strings; outbound connection attempts: "
+          f"{len(outbound.attempts)} {sorted(set(outbound.attempts))}; {time.perf_counter() - started:.0f} s in all")
+    return 1 if failures or outbound.attempts else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

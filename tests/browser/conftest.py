@@ -1,0 +1,87 @@
+"""Fixtures for the real-browser tests: one `streamlit run` for the whole session, Debian's Chromium launched
+by pytest-playwright (headless, no sandbox, no background networking), a tab per test that must never reach
+past loopback, and a recorder that proves a page fetched nothing.
+
+Every test here is marked `browser`; all of them are skipped where /usr/bin/chromium is missing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from app_driver import ROOT, VIEWPORT, AppPage
+from served_app import CHROMIUM, LoopbackRecorder, StreamlitServer, chromium_launch_options
+
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def pytest_collection_modifyitems(config, items):
+    here = ROOT / "tests" / "browser"
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.browser)
+            if not CHROMIUM.exists():
+                item.add_marker(pytest.mark.skip(reason=f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"))
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """pytest-playwright's launch options, pointed at Debian's Chromium (playwright never downloads one)."""
+    return {**browser_type_launch_args, **chromium_launch_options()}
+
+
+@pytest.fixture(scope="session")
+def app_server():
+    """The app, served by `streamlit run app.py` on a free 127.0.0.1 port for the whole session."""
+    with StreamlitServer(log_path=ARTIFACTS / "streamlit-browser-tests.log") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args, app_server):
+    return {**browser_context_args, "viewport": VIEWPORT, "base_url": app_server.url}
+
+
+@pytest.fixture
+def app(page, app_server):
+    """A tab on the app. After the test, it asserts that the tab requested nothing outside loopback."""
+    tab = AppPage(page, app_server.url)
+    yield tab
+    assert tab.requests_off_loopback() == [], "the browser reached outside loopback"
+
+
+@pytest.fixture
+def open_app(new_context, app_server):
+    """Opens more tabs, each in a fresh browser context (as a second person following a shared link)."""
+    tabs = []
+
+    def open_tab() -> AppPage:
+        tab = AppPage(new_context().new_page(), app_server.url)
+        tabs.append(tab)
+        return tab
+
+    yield open_tab
+    for tab in tabs:
+        assert tab.requests_off_loopback() == [], "the browser reached outside loopback"
+
+
+@pytest.fixture
+def loopback_recorder():
+    """A tiny HTTP server on a free 127.0.0.1 port; `.hits` lists the paths it was asked for."""
+    with LoopbackRecorder() as recorder:
+        yield recorder
+
+
+@pytest.fixture(scope="session")
+def texts_of_length(embedded):
+    """texts_of_length(n): a text the embedded tokenizer turns into exactly n tokens ([CLS] and [SEP] included)."""
+    sentence = "The quick brown fox jumps over the lazy dog while attention heads watch every word. "
+    tokenizer = embedded.tokenizer
+
+    def text_of(num_tokens: int) -> str:
+        ids = tokenizer(sentence * num_tokens, add_special_tokens=False, verbose=False)["input_ids"]
+        text = tokenizer.decode(ids[: num_tokens - 2])
+        assert len(tokenizer(text)["input_ids"]) == num_tokens
+        return text
+
+    return text_of
