@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from anatomy import load_pretrained, toy
+from anatomy.devices import available_devices
 from anatomy.pretrained import ModelLoadError, embedded_model_folder
 from anatomy.ui import hosting, loaders
 from apptest_helpers import assert_clean, open_page, plotly_figures
@@ -117,10 +118,11 @@ def test_when_the_embedded_model_itself_cannot_load_every_page_says_so_without_a
 # Devices
 
 
-@pytest.mark.parametrize("device", ["cuda", "mps"])
+MISSING_ACCELERATORS = [name for name in ("cuda", "mps") if name not in available_devices()]
+
+
+@pytest.mark.parametrize("device", MISSING_ACCELERATORS)
 def test_a_device_this_machine_lacks_gives_a_warning_and_the_cpu(monkeypatch, device):
-    if device in __import__("anatomy").devices.available_devices():
-        pytest.skip(f"this machine has {device}")
     monkeypatch.setenv("ANATOMY_DEVICE", device)
     app = open_page("pages/multihead.py", text="no such device")
     assert_clean(app)
@@ -199,8 +201,10 @@ def test_out_of_memory_is_recognised_by_type_or_torchs_message(error, expected):
 # Numbers stay finite
 
 
-DEVICES_AND_DTYPES = [("cpu", torch.float16), ("cpu", torch.bfloat16)] + [
-    pytest.param("cuda", dtype, marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"))
+# Every half-precision dtype on every device this machine has (CUDA joins the list where a GPU is present).
+DEVICES_AND_DTYPES = [
+    (device, dtype)
+    for device in (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     for dtype in (torch.float16, torch.bfloat16)
 ]
 
