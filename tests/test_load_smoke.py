@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,13 @@ def _load_test_module():
 
 
 load_test = _load_test_module()
+
+
+def run_room(**settings) -> dict:
+    """The load test in a thread of its own: it starts its own asyncio loop, which cannot nest inside the
+    loop pytest-playwright keeps running in the main thread when browser tests share this session."""
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        return executor.submit(load_test.run_load_test, **settings).result()
 
 
 def test_a_view_with_another_students_tokens_is_reported_as_a_leak():
@@ -52,7 +60,7 @@ def assert_a_clean_room(figures: dict) -> None:
 
 
 def test_four_websocket_students_for_twenty_seconds_see_only_their_own_results(tmp_path):
-    figures = load_test.run_load_test(sessions=4, duration=20, client="websocket", log_path=tmp_path / "server.log")
+    figures = run_room(sessions=4, duration=20, client="websocket", log_path=tmp_path / "server.log")
     assert_a_clean_room(figures)
     assert figures["typed_view_p50_p95_s"], "students typed new text into the sidebar too"
 
@@ -60,5 +68,5 @@ def test_four_websocket_students_for_twenty_seconds_see_only_their_own_results(t
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's Chromium at /usr/bin/chromium")
 def test_two_browser_students_for_twenty_seconds_see_only_their_own_painted_results(tmp_path):
-    figures = load_test.run_load_test(sessions=2, duration=20, client="browser", log_path=tmp_path / "server.log")
+    figures = run_room(sessions=2, duration=20, client="browser", log_path=tmp_path / "server.log")
     assert_a_clean_room(figures)
