@@ -16,7 +16,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from anatomy.analysis import TokenizedText
+from anatomy.analysis import EncoderRun, TokenizedText
 from anatomy.attention import scaled_dot_product_attention
 from anatomy.masks import causal_mask, combine_masks, padding_mask
 from anatomy.toy import masked_softmax
@@ -149,11 +149,22 @@ def run_padded(model, tokenizer, tokenized: TokenizedText, num_pads: int) -> Pad
     attention_mask = torch.tensor([[1] * real + [0] * num_pads], device=device)  # (1, T + P)
     with torch.inference_mode():
         output = model(input_ids, token_type_ids, attention_mask, trace=True)
-    attentions = [layer.attention for layer in output.trace.layers]
+    return _kept_projections(tokenized.tokens + (tokenizer.pad_token,) * num_pads, attention_mask[0], output.trace)
+
+
+def unpadded(run: EncoderRun) -> PaddedText:
+    """The text with no [PAD] added, from the run the page already has: no second forward pass (at 512
+    tokens, where no [PAD] fits, that pass would cost half a second and a second trace's memory)."""
+    mask = torch.ones(len(run.tokenized), dtype=torch.long, device=run.output.last_hidden_state.device)
+    return _kept_projections(run.tokenized.tokens, mask, run.output.trace)
+
+
+def _kept_projections(tokens: tuple[str, ...], attention_mask: Tensor, trace) -> PaddedText:
+    attentions = [layer.attention for layer in trace.layers]
     query = torch.stack([attention.query[0] for attention in attentions])  # (L, H, T + P, d_head)
     key = torch.stack([attention.key[0] for attention in attentions])      # (L, H, T + P, d_head)
     value = torch.stack([attention.value[0] for attention in attentions])  # (L, H, T + P, d_head)
-    return PaddedText(tokenized.tokens + (tokenizer.pad_token,) * num_pads, attention_mask[0], query, key, value)
+    return PaddedText(tokens, attention_mask, query, key, value)
 
 
 def focus_window(num_tokens: int, start: int, size: int = FOCUS_WINDOW) -> range:

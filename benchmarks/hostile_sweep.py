@@ -21,7 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from apptest_helpers import open_page  # noqa: E402
-from hostile_corpus import NUMBER_TEXTS, TEXTS, OutboundConnections, problems_after  # noqa: E402
+import hostile_corpus  # noqa: E402
+from hostile_corpus import NUMBER_PARAMETERS, NUMBER_TEXTS, TEXTS, OutboundConnections, problems_after  # noqa: E402
 
 # Every view whose content depends on the sidebar text: a page plus the link parameters that open a tab.
 SIDEBAR_VIEWS = {
@@ -33,31 +34,19 @@ SIDEBAR_VIEWS = {
     **{f"multihead/{tab}": ("pages/multihead.py", {"mh_tab": tab}) for tab in (
         "All heads", "Head view", "Two sentences", "Head statistics", "Split and recombine", "Switch a head off")},
     "causal": ("pages/causal.py", {}),
+    "causal/cheater": ("pages/causal.py", {"cm_cheater": "true"}),
+    "decoder": ("pages/decoder.py", {}),
+    "training": ("pages/training.py", {}),
     **{f"encoder/{tab}": ("pages/encoder.py", {"enc_tab": tab}) for tab in (
         "Attention, all layers", "Hidden states", "A word in context", "Pre-LN vs post-LN", "Feed-forward",
         "Classification head", "Parameters")},
 }
 QUICK_VIEWS = ("tokenization", "attention/model", "encoder/Attention, all layers")
 
-# Text fields of the pages themselves: (page, link parameters that show the field, session key).
+# The lessons' own text fields (tests/hostile_corpus.py), plus one entry of the toy matrix editor.
 PAGE_FIELDS = {
-    "tok_pair": ("pages/tokenization.py", {}, "tok_pair"),
-    "mh_sentence_a": ("pages/multihead.py", {"mh_tab": "Two sentences"}, "mh_sentence_a"),
-    "mh_sentence_b": ("pages/multihead.py", {"mh_tab": "Two sentences"}, "mh_sentence_b"),
-    "enc_sentence_a": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_sentence_a"),
-    "enc_sentence_b": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_sentence_b"),
-    "enc_word": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_word"),
+    **hostile_corpus.PAGE_FIELDS,
     "att_toy_cell": ("pages/attention.py", {"att_source": "toy"}, None),  # one entry of the editable X
-}
-
-# Numeric (and choice) link parameters, each opened in a fresh session with every NUMBER_TEXTS value.
-NUMBER_PARAMETERS = {
-    "pages/positional.py": ("pos_d", "pos_base", "pos_n", "pos_p", "pos_dims", "pos_measure"),
-    "pages/attention.py": ("att_layer", "att_head", "att_step", "att_query", "att_key", "att_all", "att_source"),
-    "pages/multihead.py": ("mh_layer", "mh_head", "mh_heads", "mh_threshold", "mh_token", "mh_ablate", "mh_tab"),
-    "pages/causal.py": ("cm_layer", "cm_head", "cm_pad", "cm_window_start", "cm_pad_causal"),
-    "pages/encoder.py": ("enc_layer", "enc_head", "enc_labels", "enc_neurons", "enc_window", "enc_tab"),
-    "pages/tokenization.py": ("tok_dims", "tok_vocab", "tok_first", "tok_view", "tok_special"),
 }
 
 

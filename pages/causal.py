@@ -1,5 +1,8 @@
 """Causal masking: why a decoder must not see the future, and what a mask does to the attention scores.
 
+The page masks a head of the sidebar's encoder (or shows a sidebar GPT-2's own causal heads), then follows a
+decoder trained here as it sorts a word one token at a time, beside its twin trained without the mask.
+
 Each part of the page is built by a cached function of the choices that define it (text, layer, head,
 window, padding), so a rerun that changes nothing, or changes another part, only redraws.
 """
@@ -11,10 +14,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 import streamlit as st
 
-from anatomy import mask_demo, toy
+from anatomy import decoding, mask_demo, toy
 from anatomy.attention import scaled_dot_product_attention
 from anatomy.masks import causal_mask, combine_masks, padding_mask
-from anatomy.ui import loaders, sidebar, state, widgets
+from anatomy.ui import decoder_sections, loaders, sidebar, state, widgets
 from anatomy.viz import masking
 from anatomy.viz.common import as_array
 
@@ -48,7 +51,8 @@ ENCODER_HONESTY = (
     "The model here (by default all-MiniLM-L6-v2, a BERT-style **encoder**) was trained **without** a causal "
     "mask: its heads learned to read the whole sentence in both directions. This part applies the mask to "
     "the scores one of its heads computes, to show what the mask does to them. It is not how a trained "
-    "decoder attends: a decoder's heads learned their scores knowing that the future was hidden."
+    "decoder attends: a decoder's heads learned their scores knowing that the future was hidden (the letter "
+    "sorter further down is one)."
 )
 
 PADDING_TEXT = (
@@ -111,13 +115,14 @@ def show_chapter_example() -> None:
 # --- Choices ----------------------------------------------------------------------------------------
 
 def real_input_problem(context) -> str | None:
-    """Why the user's text cannot be run here, or None when it can."""
+    """Why the sidebar's text and model cannot be shown on a real head here, or None when they can."""
     if not context.has_text:
         return "Type a sentence in the sidebar's **Text to study** box to mask a real attention head."
-    if context.pretrained.family != "encoder" or context.pretrained.tokenizer is None:
+    if context.pretrained.tokenizer is None or context.pretrained.family not in ("encoder", "decoder"):
         return (
-            "This lesson reads the attention of a BERT-style encoder with its tokenizer; the chosen model is "
-            "not one. Clear the **Model** box in the sidebar to use the embedded all-MiniLM-L6-v2."
+            "This part reads the attention of a BERT-style encoder or a GPT-2 decoder that comes with its "
+            "tokenizer; the chosen model is neither. Clear the **Model** box in the sidebar to use the embedded "
+            "all-MiniLM-L6-v2. (The letter sorter trained here has its own section below.)"
         )
     return None
 
@@ -190,9 +195,9 @@ def head_of(run, layer: int, head: int) -> mask_demo.HeadInputs:
     return mask_demo.head_inputs(run.output.trace.layers[layer].attention, head)
 
 
-def recorded_weights(run, layer: int, head: int):
-    """(T, T) the weights the forward pass itself computed (one layer's, not all of them stacked)."""
-    return run.output.trace.layers[layer].attention.weights[0, head]
+def recorded_head_output(run, layer: int, head: int):
+    """(T, d_head) what this head handed on in the forward pass itself: its weights times V."""
+    return run.output.trace.layers[layer].attention.head_outputs[0, head]
 
 
 @st.cache_resource(max_entries=CACHED_VIEWS, show_spinner=False)
@@ -247,12 +252,15 @@ def show_causal_on_real_head(context, run, layer: int, head: int, window_start: 
 
 # --- No mask, padding mask, causal mask ------------------------------------------------------------
 
-@st.cache_resource(max_entries=4, show_spinner="Running the model on the padded text…")
+@st.cache_resource(max_entries=2, show_spinner="Running the model on the padded text…")
 def padded_run(reference: str, text: str, num_pads: int) -> mask_demo.PaddedText:
-    """The text plus num_pads [PAD] tokens through the same model as the page's run (Q, K, V kept)."""
+    """The text plus num_pads [PAD] tokens through the same model as the page's run (Q, K, V kept); with no
+    [PAD] to add, the page's own run serves."""
+    run = loaders.get_encoder_run(reference, text)
+    if num_pads == 0:
+        return mask_demo.unpadded(run)
     pretrained = loaders.get_model(reference)
-    tokenized = loaders.get_encoder_run(reference, text).tokenized
-    return mask_demo.run_padded(pretrained.model, pretrained.tokenizer, tokenized, num_pads)
+    return mask_demo.run_padded(pretrained.model, pretrained.tokenizer, run.tokenized, num_pads)
 
 
 def mask_facts(views: dict[str, mask_demo.MaskedAttention]) -> pd.DataFrame:
@@ -296,7 +304,9 @@ def three_masks_section(
         "padding_drift": mask_demo.largest_difference(
             padded.weights[real, real], (causal if also_causal else no_mask).weights
         ),
-        "recompute_drift": mask_demo.largest_difference(no_mask.weights, recorded_weights(run, layer, head)),
+        "recompute_drift": mask_demo.largest_difference(
+            no_mask.weights @ head_inputs.value, recorded_head_output(run, layer, head)
+        ),
     }
     return Section(
         {"compare": masking.compare_figure(panels, f"Layer {layer}, head {head}")},
@@ -323,12 +333,44 @@ def show_three_masks(context, run, layer: int, head: int, window_start: int) -> 
         f"Every [PAD] column receives a weight of exactly 0 from every query. The real tokens' rows match the "
         f"{'causal panel' if also_causal else 'unpadded run'} up to float rounding (largest difference "
         f"{section.numbers['padding_drift']:.2g}): behind the mask, padding changes nothing for them. The "
-        f"unmasked panel is the model's own attention: recomputing it here from the recorded queries and keys "
-        f"differs from the weights of the forward pass by at most {section.numbers['recompute_drift']:.2g}."
+        f"unmasked panel is the model's own attention, recomputed here from its queries and keys: these "
+        f"weights times the values give what the head handed on in the forward pass, to within "
+        f"{section.numbers['recompute_drift']:.2g}."
     )
 
 
 # --- The page ---------------------------------------------------------------------------------------
+
+THREE_MASKS_NEED_AN_ENCODER = (
+    "This comparison lifts the mask from a head, then pads the text: it needs an encoder, whose heads were "
+    "trained to read the whole sentence. The model in the sidebar is a decoder trained under the causal mask, "
+    "so without it its heads would compute weights they never learned to use. Clear the **Model** box in the "
+    "sidebar to see the comparison on the embedded all-MiniLM-L6-v2."
+)
+
+
+def show_encoder_head(context) -> None:
+    """The encoder's parts: one of its heads under a causal mask, then no mask vs padding vs causal."""
+    st.info(ENCODER_HONESTY, icon=":material/info:")
+    run = loaders.get_encoder_run(context.reference, context.text)
+    widgets.truncation_notice(run.tokenized)
+    layer, head = choose_layer_and_head(context.pretrained.config)
+    window_start = choose_window_start(len(run.tokenized))
+    show_causal_on_real_head(context, run, layer, head, window_start)
+    show_three_masks(context, run, layer, head, window_start)
+
+
+def show_language_model(context) -> None:
+    """A GPT-2 from the sidebar: its tokens, any head's own causal attention, and its next-token guesses."""
+    run = decoder_sections.language_model_run(context)
+    decoder_sections.show_language_model_tokens(context, run)
+    layer, head = choose_layer_and_head(context.pretrained.config)
+    window_start = choose_window_start(len(run.tokenized))
+    decoder_sections.show_language_model_head(context, run, layer, head, window_start)
+    decoder_sections.show_next_tokens(context, run)
+    st.subheader("No mask, padding mask, causal mask")
+    st.info(THREE_MASKS_NEED_AN_ENCODER, icon=":material/info:")
+
 
 def page() -> None:
     context = sidebar.current()
@@ -340,17 +382,14 @@ def page() -> None:
     problem = real_input_problem(context)
     if problem:
         st.info(problem, icon=":material/keyboard:")
-        st.stop()
-    st.info(ENCODER_HONESTY, icon=":material/info:")
-    run = loaders.get_encoder_run(context.reference, context.text)
-    widgets.truncation_notice(run.tokenized)
-    layer, head = choose_layer_and_head(context.pretrained.config)
-    window_start = choose_window_start(len(run.tokenized))
-    show_causal_on_real_head(context, run, layer, head, window_start)
-    show_three_masks(context, run, layer, head, window_start)
+    elif decoder_sections.is_language_model(context.pretrained):
+        show_language_model(context)
+    else:
+        show_encoder_head(context)
+    decoder_sections.show_trained_decoder()
     widgets.show_source(
         mask_demo.attend, causal_mask, padding_mask, combine_masks, scaled_dot_product_attention,
-        toy.masked_softmax, mask_demo.run_padded,
+        toy.masked_softmax, mask_demo.run_padded, decoding.generate_greedily, decoding.teacher_force,
     )
 
 

@@ -34,6 +34,19 @@ with col_c:
     st.page_link("pages/encoder.py", label="Encoder stack", icon=":material/stacks:")
     st.caption("Six layers of attention and feed-forward, from embeddings to meaning.")
 
+st.markdown(
+    "Decoders write text one token at a time, and no decoder can be downloaded here, so this project trained "
+    "three small ones itself: a letter sorter, the same sorter trained without its causal mask (a cheater), "
+    "and an encoder–decoder that reverses words. Their weights ship with the app."
+)
+col_d, col_e, _ = st.columns(3)
+with col_d:
+    st.page_link("pages/decoder.py", label="Decoder & cross-attention", icon=":material/swap_horiz:")
+    st.caption("How a decoder reads its source: the rectangular attention between two sequences.")
+with col_e:
+    st.page_link("pages/training.py", label="Train it yourself", icon=":material/model_training:")
+    st.caption("Retrain a small model live and watch its loss fall and its attention take shape.")
+
 st.divider()
 st.subheader("The model in use")
 st.write(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
+
+import numpy as np
 
 from streamlit.testing.v1 import AppTest
 
@@ -42,6 +45,36 @@ def open_page(page: str, text: str | None = None, query: dict[str, str] | None =
 def plotly_figures(app: AppTest) -> list[dict]:
     """Every plotly chart on the page as its figure JSON (data and layout)."""
     return [json.loads(element.proto.spec) for element in app.get("plotly_chart")]
+
+
+def chart_keys(app: AppTest) -> list[str]:
+    """The key each plotly chart on the page was drawn with, in page order."""
+    return [element.proto.id.split("-")[-1] for element in app.get("plotly_chart")]
+
+
+def chart(app: AppTest, key: str) -> dict:
+    """The figure JSON of the chart drawn with `key`."""
+    for element, spec in zip(app.get("plotly_chart"), plotly_figures(app)):
+        if element.proto.id.endswith(f"-{key}"):
+            return spec
+    raise AssertionError(f"no chart with key {key}; charts: {chart_keys(app)}")
+
+
+def numbers(values) -> np.ndarray:
+    """A trace's z, x or y as numbers: plotly sends numpy arrays as base64 typed arrays, lists as JSON."""
+    if isinstance(values, dict):
+        flat = np.frombuffer(base64.b64decode(values["bdata"]), dtype=np.dtype(values["dtype"]))
+        shape = values.get("shape")
+        return (flat.reshape([int(size) for size in str(shape).split(",")]) if shape else flat).astype(float)
+    return np.array(values, dtype=float)
+
+
+def table_with(app: AppTest, column: str):
+    """The first table that has `column` (AppTest gives tables no key to find them by)."""
+    for frame in app.dataframe:
+        if column in frame.value.columns:
+            return frame.value
+    raise AssertionError(f"no table with a column {column!r}")
 
 
 def assert_clean(app: AppTest) -> None:

@@ -107,6 +107,33 @@ def dangerous_fragments(text: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Where hostile input can enter the app (the CI tests and benchmarks/hostile_sweep.py both read these)
+
+PAGE_FIELDS = {  # the lessons' own text fields: (page, link parameters that show the field, session key)
+    "tok_pair": ("pages/tokenization.py", {}, "tok_pair"),
+    "mh_sentence_a": ("pages/multihead.py", {"mh_tab": "Two sentences"}, "mh_sentence_a"),
+    "mh_sentence_b": ("pages/multihead.py", {"mh_tab": "Two sentences"}, "mh_sentence_b"),
+    "enc_sentence_a": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_sentence_a"),
+    "enc_sentence_b": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_sentence_b"),
+    "enc_word": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_word"),
+    "cm_word": ("pages/causal.py", {}, "cm_word"),
+    "dec_word": ("pages/decoder.py", {}, "dec_word"),
+    "tr_word": ("pages/training.py", {}, "tr_word"),
+}
+
+NUMBER_PARAMETERS = {  # every numeric or choice parameter a link can carry, by lesson
+    "pages/positional.py": ("pos_d", "pos_base", "pos_n", "pos_p", "pos_dims", "pos_measure"),
+    "pages/attention.py": ("att_layer", "att_head", "att_step", "att_query", "att_key", "att_all", "att_source"),
+    "pages/multihead.py": ("mh_layer", "mh_head", "mh_heads", "mh_threshold", "mh_token", "mh_ablate", "mh_tab"),
+    "pages/causal.py": ("cm_layer", "cm_head", "cm_pad", "cm_window_start", "cm_pad_causal", "cm_step",
+                        "cm_cheater", "cm_top_k"),
+    "pages/training.py": ("tr_model", "tr_steps", "tr_lr", "tr_seed"),
+    "pages/encoder.py": ("enc_layer", "enc_head", "enc_labels", "enc_neurons", "enc_window", "enc_tab"),
+    "pages/tokenization.py": ("tok_dims", "tok_vocab", "tok_first", "tok_view", "tok_special"),
+}
+
+
+# ---------------------------------------------------------------------------------------------------------
 # What surviving an input means, checked on a finished AppTest run
 
 

@@ -10,7 +10,7 @@ import pytest
 from apptest_helpers import HOSTILE_TEXTS, all_markdown, assert_clean, open_page
 
 ROOT = Path(__file__).resolve().parents[1]
-LESSONS = ["tokenization", "positional", "attention", "multihead", "causal", "encoder"]
+LESSONS = ["tokenization", "positional", "attention", "multihead", "causal", "encoder", "decoder", "training"]
 
 
 def test_welcome_page_shows_the_model_in_use_and_the_device():
@@ -62,6 +62,17 @@ def test_every_lesson_survives_empty_and_hostile_text(lesson):
         assert_clean(app)
         if HOSTILE_TEXTS[name].strip():
             assert HOSTILE_TEXTS[name] not in all_markdown(app), f"{lesson} rendered {name} text as markdown"
+
+
+@pytest.mark.parametrize("page", sorted(path.name for path in (ROOT / "pages").glob("*.py")))
+def test_every_page_first_makes_sure_it_runs_under_the_entrypoint(page):
+    """On a fresh server a deep link runs the page file alone (Streamlit's older pages-folder mode), without
+    navigation or sidebar, unless the page calls ensure_entrypoint (sidebar.current does) before it draws."""
+    source = (ROOT / "pages" / page).read_text(encoding="utf-8")
+    guards = [source.find(call) for call in ("ensure_entrypoint()", "sidebar.current()") if call in source]
+    assert guards, f"{page} never calls ensure_entrypoint() or sidebar.current()"
+    first_drawing = source.find("st.title(")
+    assert first_drawing == -1 or min(guards) < first_drawing, f"{page} draws before it checks the entrypoint"
 
 
 def _imported_modules(path: Path) -> set[str]:

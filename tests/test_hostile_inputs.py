@@ -16,29 +16,15 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from apptest_helpers import assert_clean, open_page
-from hostile_corpus import NUMBER_TEXTS, REPRESENTATIVE, TEXTS, OutboundConnections, problems_after
+from hostile_corpus import (
+    NUMBER_PARAMETERS, NUMBER_TEXTS, PAGE_FIELDS, REPRESENTATIVE, TEXTS, OutboundConnections, problems_after,
+)
 from anatomy.ui import hosting
 
 SIDEBAR_VIEWS = {
     "tokenization": ("pages/tokenization.py", {}),
     "attention": ("pages/attention.py", {"att_source": "model"}),
     "encoder": ("pages/encoder.py", {}),
-}
-PAGE_FIELDS = {  # the lessons' own text fields: (page, link parameters that show the field, session key)
-    "tok_pair": ("pages/tokenization.py", {}, "tok_pair"),
-    "mh_sentence_a": ("pages/multihead.py", {"mh_tab": "Two sentences"}, "mh_sentence_a"),
-    "mh_sentence_b": ("pages/multihead.py", {"mh_tab": "Two sentences"}, "mh_sentence_b"),
-    "enc_sentence_a": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_sentence_a"),
-    "enc_sentence_b": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_sentence_b"),
-    "enc_word": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_word"),
-}
-NUMBER_PARAMETERS = {  # every numeric or choice parameter a link can carry, by lesson
-    "pages/positional.py": ("pos_d", "pos_base", "pos_n", "pos_p", "pos_dims", "pos_measure"),
-    "pages/attention.py": ("att_layer", "att_head", "att_step", "att_query", "att_key", "att_all"),
-    "pages/multihead.py": ("mh_layer", "mh_head", "mh_heads", "mh_threshold", "mh_token", "mh_ablate", "mh_tab"),
-    "pages/causal.py": ("cm_layer", "cm_head", "cm_pad", "cm_window_start", "cm_pad_causal"),
-    "pages/encoder.py": ("enc_layer", "enc_head", "enc_labels", "enc_neurons", "enc_window", "enc_tab"),
-    "pages/tokenization.py": ("tok_dims", "tok_vocab", "tok_first", "tok_view", "tok_special"),
 }
 NUMBER_SELECTION = ("word", "empty", "overflow", "nan", "huge", "script", "nul")
 SEED_X = [["2", "0", "1", "1"], ["0", "1", "1", "1"], ["1", "1", "0", "1"]]

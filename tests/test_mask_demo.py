@@ -101,6 +101,16 @@ def test_padding_adds_pad_tokens_with_a_zero_attention_mask(embedded, run):
     assert padded.query.shape == (6, 12, real + 3, 32)  # (L, H, T + P, d_head) of MiniLM
 
 
+def test_with_no_padding_the_pages_own_run_stands_in_for_a_second_forward_pass(embedded, run):
+    reused = mask_demo.unpadded(run)
+    rerun = mask_demo.run_padded(embedded.model, embedded.tokenizer, run.tokenized, 0)
+    assert reused.tokens == rerun.tokens == run.tokenized.tokens
+    assert reused.attention_mask.tolist() == rerun.attention_mask.tolist() == [1] * 7
+    for name in ("query", "key", "value"):
+        assert getattr(reused, name).shape == (6, 12, 7, 32)
+        assert torch.equal(getattr(reused, name), getattr(rerun, name))  # the same computation, bit for bit
+
+
 def test_padding_mask_gives_every_pad_column_exactly_zero_weight(embedded, run):
     padded = mask_demo.run_padded(embedded.model, embedded.tokenizer, run.tokenized, 3)
     view = mask_demo.padded(padded.head(1, 4), padded.attention_mask)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 
 import numpy as np
 import pytest
@@ -10,39 +9,15 @@ import pytest
 from anatomy import mask_demo, toy
 from anatomy.analysis import run_encoder
 from anatomy.masks import causal_mask
-from apptest_helpers import HOSTILE_TEXTS, all_markdown, assert_clean, open_page, plotly_figures
+from apptest_helpers import HOSTILE_TEXTS, all_markdown, assert_clean, chart, numbers, open_page, table_with
 
 PAGE = "pages/causal.py"
 TEXT = "time flies like an arrow"  # [CLS] time flies like an arrow [SEP]: 7 tokens
 LONG_TEXT = " ".join(f"w{index}" for index in range(300))  # far more than the 512 tokens the model reads
 
 
-def figure(app, key: str) -> dict:
-    """The figure JSON of the chart drawn with `key`."""
-    for element, spec in zip(app.get("plotly_chart"), plotly_figures(app)):
-        if element.proto.id.endswith(f"-{key}"):
-            return spec
-    raise AssertionError(f"no chart with key {key}")
-
-
-def grid(z) -> np.ndarray:
-    """A heatmap's z as numbers: plotly sends numpy arrays as base64 typed arrays, lists as JSON."""
-    if isinstance(z, dict):
-        values = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
-        return values.reshape([int(size) for size in str(z["shape"]).split(",")]).astype(float)
-    return np.array(z, dtype=float)
-
-
 def named(spec: dict, name: str) -> list[dict]:
     return [trace for trace in spec["data"] if trace.get("name") == name]
-
-
-def table(app, column: str):
-    """The dataframe that has `column`."""
-    for frame in app.dataframe:
-        if column in frame.value.columns:
-            return frame.value
-    raise AssertionError(f"no table with a column {column!r}")
 
 
 @pytest.fixture(scope="module")
@@ -63,27 +38,27 @@ def default_app():
 
 
 def test_the_chapter_example_is_computed_first_row_one_then_zeros_rows_summing_to_one(default_app):
-    weights = grid(named(figure(default_app, "cm_toy_steps"), "weight")[0]["z"])
+    weights = numbers(named(chart(default_app, "cm_toy_steps"), "weight")[0]["z"])
     assert weights[0].tolist() == [1.0, 0.0, 0.0, 0.0]
     assert (weights[np.triu_indices(4, 1)] == 0.0).all()
-    numbers = table(default_app, "row sum")
+    shown = table_with(default_app, "row sum")
     computed = mask_demo.mask_scores(toy.CAUSAL_EXAMPLE_SCORES, causal_mask(4))
-    assert np.allclose(numbers.iloc[:4, :4].to_numpy(), computed.weights.numpy(), atol=1e-15)
-    assert numbers["row sum"].tolist() == pytest.approx([1.0] * 4, abs=1e-12)
+    assert np.allclose(shown.iloc[:4, :4].to_numpy(), computed.weights.numpy(), atol=1e-15)
+    assert shown["row sum"].tolist() == pytest.approx([1.0] * 4, abs=1e-12)
     assert "0.450, 0.550" in all_markdown(default_app)  # softmax(0.1, 0.3), not the notes' 0.2, 0.8
 
 
 def test_minus_infinity_is_written_in_every_masked_score_cell(default_app):
-    forbidden = named(figure(default_app, "cm_real_steps"), "forbidden")[1]  # panel 3: scores + mask
+    forbidden = named(chart(default_app, "cm_real_steps"), "forbidden")[1]  # panel 3: scores + mask
     counts = [row.count("−∞") for row in forbidden["text"]]
     assert counts == [6, 5, 4, 3, 2, 1, 0]
-    masked = grid(named(figure(default_app, "cm_real_steps"), "score")[1]["z"])
+    masked = numbers(named(chart(default_app, "cm_real_steps"), "score")[1]["z"])
     assert np.isnan(masked[np.triu_indices(7, 1)]).all()
 
 
 def test_real_head_causal_weights_equal_anatomy_zero_above_the_diagonal_rows_sum_to_one(default_app, model_run):
     expected = expected_causal(model_run, 0, 0)
-    shown = grid(named(figure(default_app, "cm_real_weights"), "weight")[0]["z"])
+    shown = numbers(named(chart(default_app, "cm_real_weights"), "weight")[0]["z"])
     assert np.allclose(shown, expected, atol=1e-6)
     assert (shown[np.triu_indices(7, 1)] == 0.0).all()
     real_table = [frame.value for frame in default_app.dataframe if frame.value.shape == (7, 8)][0]
@@ -94,15 +69,15 @@ def test_real_head_causal_weights_equal_anatomy_zero_above_the_diagonal_rows_sum
 
 
 def test_three_masks_no_mask_is_the_models_own_attention_and_padding_columns_get_zero(default_app, model_run):
-    spec = figure(default_app, "cm_compare")
-    no_mask, padded, causal = (grid(trace["z"]) for trace in named(spec, "weight"))
+    spec = chart(default_app, "cm_compare")
+    no_mask, padded, causal = (numbers(trace["z"]) for trace in named(spec, "weight"))
     assert np.allclose(no_mask, model_run.attention_weights[0, 0].numpy(), atol=1e-6)
     assert padded.shape == (10, 10)                      # 7 tokens + the default 3 [PAD]
     assert named(spec, "weight")[1]["x"][-3:] == ["7 [PAD]", "8 [PAD]", "9 [PAD]"]
     assert (padded[:, 7:] == 0.0).all()
     assert np.allclose(padded[:7, :7], no_mask, atol=1e-5)
     assert (causal[np.triu_indices(7, 1)] == 0.0).all()
-    facts = table(default_app, "largest weight on a forbidden key")
+    facts = table_with(default_app, "largest weight on a forbidden key")
     assert facts["largest weight on a forbidden key"].tolist() == [0.0, 0.0, 0.0]
     assert facts["forbidden (query, key) pairs"].tolist() == [0, 30, 21]  # 10 rows × 3 [PAD]; 6+5+…+1
     assert default_app.query_params["cm_pad"] == "3"
@@ -113,18 +88,18 @@ def test_every_choice_redraws_the_figures(model_run):
     app.selectbox(key="cm_layer").set_value(3).run()
     app.selectbox(key="cm_head").set_value(7).run()
     assert_clean(app)
-    shown = grid(named(figure(app, "cm_real_weights"), "weight")[0]["z"])
+    shown = numbers(named(chart(app, "cm_real_weights"), "weight")[0]["z"])
     assert np.allclose(shown, expected_causal(model_run, 3, 7), atol=1e-6)
     assert app.query_params["cm_layer"] == "3" and app.query_params["cm_head"] == "7"
 
     app.number_input(key="cm_pad").set_value(5).run()
     app.toggle(key="cm_pad_causal").set_value(True).run()
     assert_clean(app)
-    padded = grid(named(figure(app, "cm_compare"), "weight")[1]["z"])
+    padded = numbers(named(chart(app, "cm_compare"), "weight")[1]["z"])
     assert padded.shape == (12, 12)
     assert (padded[:, 7:] == 0.0).all() and (padded[np.triu_indices(12, 1)] == 0.0).all()
     assert np.allclose(padded[:7, :7], expected_causal(model_run, 3, 7), atol=1e-5)
-    assert table(app, "largest weight on a forbidden key").index[1] == "padding + causal"
+    assert table_with(app, "largest weight on a forbidden key").index[1] == "padding + causal"
 
 
 def test_a_shared_link_restores_layer_head_and_padding(model_run):
@@ -133,9 +108,9 @@ def test_a_shared_link_restores_layer_head_and_padding(model_run):
     assert_clean(app)
     assert app.selectbox(key="cm_layer").value == 2 and app.selectbox(key="cm_head").value == 5
     assert app.number_input(key="cm_pad").value == 6 and app.toggle(key="cm_pad_causal").value is True
-    shown = grid(named(figure(app, "cm_real_weights"), "weight")[0]["z"])
+    shown = numbers(named(chart(app, "cm_real_weights"), "weight")[0]["z"])
     assert np.allclose(shown, expected_causal(model_run, 2, 5), atol=1e-6)
-    assert grid(named(figure(app, "cm_compare"), "weight")[1]["z"]).shape == (13, 13)
+    assert numbers(named(chart(app, "cm_compare"), "weight")[1]["z"]).shape == (13, 13)
 
 
 @pytest.mark.parametrize(
@@ -150,7 +125,7 @@ def test_bad_link_values_fall_back_to_the_defaults(query):
     assert_clean(app)
     assert app.selectbox(key="cm_layer").value == 0 and app.selectbox(key="cm_head").value == 0
     assert app.number_input(key="cm_pad").value == 3 and app.toggle(key="cm_pad_causal").value is False
-    assert grid(named(figure(app, "cm_compare"), "weight")[1]["z"]).shape == (10, 10)
+    assert numbers(named(chart(app, "cm_compare"), "weight")[1]["z"]).shape == (10, 10)
 
 
 def test_a_long_text_is_shown_through_a_48_token_window_with_the_whole_matrix_one_click_away(embedded):
@@ -159,7 +134,7 @@ def test_a_long_text_is_shown_through_a_48_token_window_with_the_whole_matrix_on
     assert app.slider(key="cm_window_start").value == 100
     warnings = " ".join(warning.value for warning in app.warning)
     assert "at most 512" in warnings and "no [PAD] token fits" in warnings  # truncated, so no room for padding
-    weights = named(figure(app, "cm_real_weights"), "weight")[0]
+    weights = named(chart(app, "cm_real_weights"), "weight")[0]
     assert weights["y"][0].startswith("100 ") and len(weights["y"]) == 48
     real_table = [frame.value for frame in app.dataframe if frame.value.shape == (48, 49)][0]
     run = run_encoder(embedded.model, embedded.tokenizer, LONG_TEXT)
@@ -171,8 +146,8 @@ def test_a_long_text_is_shown_through_a_48_token_window_with_the_whole_matrix_on
     app.slider(key="cm_window_start").set_value(400).run()
     app.toggle(key="cm_full").set_value(True).run()
     assert_clean(app)
-    assert named(figure(app, "cm_real_weights"), "weight")[0]["y"][0].startswith("400 ")
-    overview = grid(figure(app, "cm_full_figure")["data"][0]["z"])
+    assert named(chart(app, "cm_real_weights"), "weight")[0]["y"][0].startswith("400 ")
+    overview = numbers(chart(app, "cm_full_figure")["data"][0]["z"])
     assert overview.shape == (512, 512)
     assert (overview[np.triu_indices(512, 1)] == 0.0).all()
     assert np.allclose(overview, full, atol=1e-6)
@@ -182,7 +157,10 @@ def test_without_text_the_page_explains_what_to_type_and_still_shows_the_chapter
     app = open_page(PAGE, text="")
     assert_clean(app)
     assert any("Text to study" in info.value for info in app.info)
-    assert [element.proto.id.split("-")[-1] for element in app.get("plotly_chart")] == ["cm_toy_steps"]
+    # No head of the sidebar's model is drawn; the sorter below reads its own word, not the sidebar's text.
+    assert [element.proto.id.split("-")[-1] for element in app.get("plotly_chart")] == [
+        "cm_toy_steps", "cm_sorter_heads", "cm_sorter_next", "cm_sorter_step"
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE_TEXTS))
@@ -192,7 +170,7 @@ def test_hostile_text_is_never_rendered_and_never_crashes(name):
     assert_clean(app)
     if text.strip():
         assert text.strip() not in all_markdown(app)
-        names = named(figure(app, "cm_real_weights"), "weight")[0]["x"]
+        names = named(chart(app, "cm_real_weights"), "weight")[0]["x"]
         assert all("<" not in label for label in names)  # HTML is escaped before plotly sees it
     else:
         assert any("Text to study" in info.value for info in app.info)

@@ -15,6 +15,7 @@ class Lesson:
     charts: int                    # plotly charts on the default view
     query: dict = field(default_factory=dict)  # what the page needs to study the sidebar's text
     shows_tokens: bool = True      # its charts label rows or columns with the text's tokens
+    follows_text: bool = True      # its charts are redrawn when the sidebar's text changes
 
 
 LESSONS = {
@@ -23,8 +24,11 @@ LESSONS = {
     "positional": Lesson("positional", "Positional encodings", 7, shows_tokens=False),
     "attention": Lesson("attention", "Scaled dot-product attention, step by step", 2, {"att_source": "model"}),
     "multihead": Lesson("multihead", "Multi-head comparison", 1),
-    "causal": Lesson("causal", "Causal masking", 4),
+    "causal": Lesson("causal", "Causal masking", 7),  # 4 on the sidebar's text, 3 of the trained sorter
     "encoder": Lesson("encoder", "Encoder stack", 2),
+    # The models trained here read words typed into the page itself, not the sidebar's text.
+    "decoder": Lesson("decoder", "Decoder & cross-attention", 5, shows_tokens=False, follows_text=False),
+    "training": Lesson("training", "Train it yourself", 0, shows_tokens=False, follows_text=False),
 }
 
 

@@ -38,10 +38,11 @@ def free_port() -> int:
 class StreamlitServer:
     """`streamlit run app.py` on 127.0.0.1, ready once its health endpoint answers."""
 
-    def __init__(self, log_path: Path | None = None, port: int | None = None):
+    def __init__(self, log_path: Path | None = None, port: int | None = None, environment: dict | None = None):
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
+        self.environment = {**os.environ, "PYTHONUNBUFFERED": "1", **(environment or {})}
         self.process: subprocess.Popen | None = None
 
     def start(self) -> "StreamlitServer":
@@ -53,8 +54,7 @@ class StreamlitServer:
         if self.log_path:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "w") if self.log_path else subprocess.DEVNULL
-        self.process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=self.environment)
         return self
 
     def wait_until_healthy(self, timeout: float = STARTUP_TIMEOUT_SECONDS) -> None:
