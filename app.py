@@ -5,8 +5,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from anatomy.ui import sidebar
+from anatomy.ui import memory, sidebar
 from anatomy.ui.frame import ensure_entrypoint
+
+memory.configure_allocator()  # before the model loads: freed tensors go back to the system (see memory.py)
 
 # A local file: a material-symbol page icon would make the browser fetch it from a font CDN.
 ICON = Path(__file__).parent / "assets" / "icon.png"
@@ -27,6 +29,8 @@ PAGES = {
     ],
     "The model": [
         st.Page("pages/encoder.py", title="Encoder stack", icon=":material/stacks:"),
+        st.Page("pages/decoder.py", title="Decoder & cross-attention", icon=":material/swap_horiz:"),
+        st.Page("pages/training.py", title="Train it yourself", icon=":material/model_training:"),
     ],
 }
 

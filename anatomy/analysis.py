@@ -6,12 +6,16 @@ pages stay free of computation and these functions stay testable without a brows
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Callable, TypeVar
 
 import torch
 from torch import Tensor
 
 from anatomy.models import StackOutput
+
+Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,34 @@ class EncoderRun:
     def attention_weights(self) -> Tensor:
         """(L, H, T, T) every layer's and head's attention weights for this one text."""
         return self.output.trace.attention_weights[:, 0]
+
+    def over_layers(self, compute: Callable[[Tensor], Result]) -> Result:
+        """`compute(self.attention_weights)` for a `compute` that treats each layer on its own, done one
+        layer at a time: the same numbers, with one layer's weights in memory instead of all L of them
+        (MiniLM at 512 tokens: 12.6 MB instead of 75 MB, plus as much again for each temporary of `compute`).
+
+        `compute` gets a (1, H, T, T) stack of one layer and returns a tensor, or a dataclass of tensors,
+        whose first axis is the layer; the results are joined along it.
+        """
+        return join_layers([compute(layer.attention.weights) for layer in self.output.trace.layers])
+
+
+def join_layers(results: list[Result]) -> Result:
+    """Per-layer results joined along their first axis: tensors concatenated, a dataclass field by field
+    (its other fields, such as a pooled map's blocks, must agree across layers)."""
+    first = results[0]
+    if isinstance(first, Tensor):
+        return torch.cat(results)
+    joined = {}
+    for field in dataclasses.fields(first):
+        values = [getattr(result, field.name) for result in results]
+        if isinstance(values[0], Tensor):
+            joined[field.name] = torch.cat(values)
+        elif all(value == values[0] for value in values):
+            joined[field.name] = values[0]
+        else:
+            raise ValueError(f"per-layer results disagree on {field.name!r}, which is not a tensor to join")
+    return dataclasses.replace(first, **joined)
 
 
 def run_encoder(model, tokenizer, text: str, pair: str | None = None, max_tokens: int | None = None) -> EncoderRun:

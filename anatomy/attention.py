@@ -145,12 +145,13 @@ class Attention(nn.Module):
         query = split_heads(self.query(hidden), self.num_heads)   # (B, H, T, d_head)
         key = split_heads(self.key(source), self.num_heads)       # (B, H, S, d_head)
         value = split_heads(self.value(source), self.num_heads)   # (B, H, S, d_head)
-        head_outputs, weights = scaled_dot_product_attention(query, key, value, mask, need_weights=trace)
+        head_outputs, _ = scaled_dot_product_attention(query, key, value, mask, need_weights=trace)
         concatenated = merge_heads(head_outputs)                  # (B, T, D)
         output = self.output(concatenated)                        # (B, T, D)
         if not trace:
             return output, None
+        # The weights are not kept: the trace recomputes them from Q and K, bit for bit (see AttentionTrace).
         return output, AttentionTrace(
-            query=query, key=key, value=value, mask=mask, weights=weights,
+            query=query, key=key, value=value, mask=mask,
             head_outputs=head_outputs, concatenated=concatenated, output=output,
         )

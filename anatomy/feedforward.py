@@ -32,9 +32,10 @@ class FeedForward(nn.Module):
 
     def forward(self, hidden: Tensor, trace: bool = False) -> tuple[Tensor, FeedForwardTrace | None]:
         """(B, T, D) -> (B, T, D), plus the hidden activations when trace=True."""
+        nonlinearity = ACTIVATIONS[self.activation_name]
         preactivation = self.expand(hidden)                          # (B, T, F)
-        activation = ACTIVATIONS[self.activation_name](preactivation)
-        output = self.dropout(self.contract(activation))             # (B, T, D)
+        output = self.dropout(self.contract(nonlinearity(preactivation)))  # (B, T, D)
         if not trace:
             return output, None
-        return output, FeedForwardTrace(preactivation, activation, output)
+        # The activations are not kept: the trace recomputes them from the pre-activations (see FeedForwardTrace).
+        return output, FeedForwardTrace(preactivation, output, nonlinearity)

@@ -52,7 +52,7 @@ def traced_head_steps(tokens, attention: AttentionTrace, head: int, layer_input:
     scaled_scores = raw_scores / attention.scale
     masked_scores = scaled_scores
     if attention.mask is not None:
-        allowed = attention.mask.expand(attention.weights.shape)[0, head]  # (T, S)
+        allowed = attention.mask.expand(*attention.query.shape[:-1], attention.key.size(-2))[0, head]  # (T, S)
         masked_scores = scaled_scores.masked_fill(~allowed, float("-inf"))
     return SingleHeadSteps(
         tuple(tokens),

@@ -13,6 +13,10 @@ The contenders take turns inside each repetition, so machine noise falls on all 
 shows medians. Before timing a length the script checks that anatomy and HF compute the same last hidden
 states, so it cannot be comparing different computations. The goals are informational: the script exits
 0 whether or not they are met, and non-zero only on an error.
+
+`--served-allocator` first applies the malloc settings the app's server runs with (anatomy/ui/memory.py:
+freed tensors go back to the system at once, which keeps the server small but makes fresh allocations
+fault in their pages), so the figures are those of a forward pass inside the running app.
 """
 
 from __future__ import annotations
@@ -128,7 +132,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=40, help="timed repetitions per contender and length")
     parser.add_argument("--warmup", type=int, default=5, help="untimed repetitions before timing")
     parser.add_argument("--json", metavar="PATH", help="also write the results to this JSON file")
+    parser.add_argument("--served-allocator", action="store_true",
+                        help="run with the app server's malloc settings (anatomy.ui.memory.configure_allocator)")
     args = parser.parse_args()
+    if args.served_allocator:
+        from anatomy.ui import memory
+
+        print(f"the app server's malloc settings applied: {memory.configure_allocator()}")
 
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads (default), "

@@ -4,7 +4,9 @@ receives, without a browser drawing anything.
 A browser tab connects to `/_stcore/stream`, asks for a run of a page with its query string (a protobuf
 `BackMsg.rerun_script`), and receives the page as `ForwardMsg`s (new elements, the new query string, and
 `script_finished` at the end). Typing into a widget is another `rerun_script` carrying that widget's new
-value. That is all this client does; it keeps each run's elements for the caller to check.
+value; pressing a button is one carrying the button's `trigger_value` (true for this one run only, which is
+how Streamlit tells a click from a button left alone). That is all this client does; it keeps each run's
+elements for the caller to check.
 """
 
 from __future__ import annotations
@@ -45,6 +47,24 @@ class PageRun:
     def text_area(self, label: str):
         """The sidebar's text area of that label (its `value` is set only when the server set it)."""
         return next(area for area in self.of_kind("text_area", SIDEBAR) if area.label == label)
+
+    def button(self, key: str):
+        """The button drawn with `key` (Streamlit ends a keyed widget's id with its key)."""
+        return next(button for button in self.of_kind("button") if button.id.endswith(f"-{key}"))
+
+    def messages(self, container: int | None = None) -> list[str]:
+        """The text of every markdown, caption, alert and code block, in the order they came (an element
+        later replaced by another in the same place, such as a notice while waiting, is kept too)."""
+        texts = []
+        for where, element in self.elements:
+            kind = element.WhichOneof("type")
+            if container is not None and where != container:
+                continue
+            if kind in ("markdown", "alert"):
+                texts.append(getattr(element, kind).body)
+            elif kind == "code":
+                texts.append(element.code.code_text)
+        return texts
 
     def figure_labels(self) -> list[str]:
         """Every string a plotly figure carries as a category, tick text or cell text (as the browser check)."""
@@ -95,12 +115,24 @@ class Tab:
 
     async def set_text(self, widget_id: str, value: str, timeout: float) -> PageRun:
         """Type `value` into the text widget `widget_id` (as Ctrl+Enter in a text area does)."""
+        message, state = self._rerun_with_widget(widget_id)
+        state.string_value = value
+        return await self._run(message, timeout)
+
+    async def press(self, button_id: str, timeout: float) -> PageRun:
+        """Click the button `button_id`: its on_click callback runs, then the page with the button true."""
+        message, state = self._rerun_with_widget(button_id)
+        state.trigger_value = True
+        return await self._run(message, timeout)
+
+    def _rerun_with_widget(self, widget_id: str):
+        """A rerun of the current page carrying one widget's new state (the caller sets its value)."""
         message = BackMsg()
         message.rerun_script.query_string = self.query_string
         message.rerun_script.page_script_hash = self.page_script_hash
         state = message.rerun_script.widget_states.widgets.add()
-        state.id, state.string_value = widget_id, value
-        return await self._run(message, timeout)
+        state.id = widget_id
+        return message, state
 
     async def close(self) -> None:
         if self._socket is not None:

@@ -211,13 +211,15 @@ def text_lesson(context: sidebar.StudyContext, source: str) -> Lesson | None:
     return Lesson(steps, labels, features, projection, False, f"layer{layer}_head{head}")
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
+# Both caches hold float64 (T, T) matrices, about 8 to 9 MB an entry at 512 tokens: few entries keep the
+# server within its memory budget (anatomy/ui/memory.py), and a miss costs a few milliseconds.
+@st.cache_resource(max_entries=2, show_spinner=False)
 def _embedding_steps(reference: str, text: str) -> SingleHeadSteps:
     run = loaders.get_encoder_run(reference, text)
     return embedding_self_attention(run.tokenized.tokens, run.output.trace.embeddings.output[0])
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)  # about 8 MB each at 512 tokens
+@st.cache_resource(max_entries=4, show_spinner=False)
 def _head_steps(reference: str, text: str, layer: int, head: int) -> SingleHeadSteps:
     run = loaders.get_encoder_run(reference, text)
     traced = run.output.trace.layers[layer]

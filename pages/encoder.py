@@ -63,7 +63,7 @@ widgets.truncation_notice(run.tokenized)
 
 @st.cache_resource(max_entries=loaders.MAX_CACHED_RUNS, show_spinner=False)
 def pooled_attention(reference: str, text: str) -> stack_analysis.PooledAttention:
-    return stack_analysis.pool_attention(loaders.get_encoder_run(reference, text).attention_weights)
+    return loaders.get_encoder_run(reference, text).over_layers(stack_analysis.pool_attention)
 
 
 @st.cache_resource(max_entries=loaders.MAX_CACHED_RUNS, show_spinner="Running two untrained stacks…")
@@ -120,10 +120,13 @@ def attention_section() -> None:
                 lambda: figures.attention_overview(pooled.weights, pooled.blocks, tokens, selected=(layer, head)))
     st.subheader(f"Layer {layer}, head {head}, every weight")
     start, end = choose_window(FULL_MAP_TOKENS)
-    weights = trace.layers[layer].attention.weights[0, head]          # (T, T)
-    show_figure("enc_map_chart", (layer, head, start, end),
-                lambda: figures.attention_map(weights[start:end].cpu(), tokens[start:end], tokens, first_query=start))
-    widgets.download_csv(lambda: widgets.matrix_frame(weights.cpu().numpy(), tokens, tokens),
+
+    def head_map():  # (T, T): the trace recomputes it from Q and K, so only when a figure or a download needs it
+        return trace.layers[layer].attention.weights[0, head]
+
+    show_figure("enc_map_chart", (layer, head, start, end), lambda: figures.attention_map(
+        head_map()[start:end].cpu(), tokens[start:end], tokens, first_query=start))
+    widgets.download_csv(lambda: widgets.matrix_frame(head_map().cpu().numpy(), tokens, tokens),
                          f"attention_layer{layer}_head{head}.csv", key="enc_download_attention")
     widgets.show_source(stack_analysis.pool_attention, stack_analysis.pooling_matrix, stack_analysis.token_blocks)
 

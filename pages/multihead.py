@@ -41,18 +41,18 @@ def chart(figure) -> None:
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def statistics_of(reference: str, text: str) -> HeadStatistics:
-    """Statistics of every head for one text (cached: a 512-token stack holds 19 million weights)."""
+    """Statistics of every head for one text (cached, and computed one layer at a time: a 512-token stack
+    holds 19 million weights, 75 MB, and each statistic would need as much again in passing)."""
     run = loaders.get_encoder_run(reference, text)
     tokenizer = loaders.get_model(reference).tokenizer
     tokens = run.tokenized.tokens
-    return head_stats.head_statistics(
-        run.attention_weights,
-        head_stats.token_marks(tokens, tokenizer.cls_token),
-        head_stats.token_marks(tokens, tokenizer.sep_token),
-    )
+    cls_keys = head_stats.token_marks(tokens, tokenizer.cls_token)
+    sep_keys = head_stats.token_marks(tokens, tokenizer.sep_token)
+    return run.over_layers(lambda weights: head_stats.head_statistics(weights, cls_keys, sep_keys))
 
 
-@st.cache_resource(max_entries=8, show_spinner="Running the model again without those heads…")
+# Four entries: each holds the text's states twice, about 11 MB at 512 tokens (see anatomy/ui/memory.py).
+@st.cache_resource(max_entries=4, show_spinner="Running the model again without those heads…")
 def ablation_of(reference: str, text: str, layer: int, heads_off: tuple[int, ...]) -> Ablation:
     run = loaders.get_encoder_run(reference, text)
     return ablation.ablate_heads(loaders.get_model(reference).model, run.output.trace, layer, heads_off)
@@ -61,14 +61,20 @@ def ablation_of(reference: str, text: str, layer: int, heads_off: tuple[int, ...
 # ── the tabs ─────────────────────────────────────────────────────────────────────────────────────────
 
 
-def all_heads_tab(run, layer: int, head: int) -> None:
+@st.cache_resource(max_entries=16, show_spinner=False)  # 0.2 MB an entry at 512 tokens
+def pooled_layer(reference: str, text: str, layer: int) -> head_stats.PooledMap:
+    """Every head of one layer, average-pooled for the grid (the weights behind it are not kept: the trace
+    recomputes them, 12.6 MB for a 512-token text, so a rerun that only redraws should not ask again)."""
+    return head_stats.average_pool(layer_weights(loaders.get_encoder_run(reference, text), layer))
+
+
+def all_heads_tab(context, run, layer: int, head: int) -> None:
     st.markdown(
         "Each panel is one head's attention matrix: row *i* is how query token *i* shares its attention "
         "over the keys. All panels use **one colour scale**, so equal shades mean equal weights: a head "
         "that is dark in one cell and pale elsewhere is focused; a head with an even wash is spreading out."
     )
-    weights = layer_weights(run, layer)                                     # (H, T, T)
-    pooled = head_stats.average_pool(weights)
+    pooled = pooled_layer(context.reference, context.text, layer)           # (H, T', S')
     labels = viz.bin_labels(pooled.row_bins) if pooled.pooled else viz.token_labels(run.tokenized.tokens)
     if pooled.pooled:
         st.caption(
@@ -76,14 +82,15 @@ def all_heads_tab(run, layer: int, head: int) -> None:
             f"{len(pooled.row_bins)} × {len(pooled.column_bins)}: a cell is the mean weight over a block of "
             f"tokens. Turn on the full-resolution view below to see one head exactly."
         )
-    titles = [f"head {index}" for index in range(weights.size(0))]
+    titles = [f"head {index}" for index in range(pooled.values.size(0))]
     chart(viz.head_grid(pooled.values, labels, titles, title=f"Layer {layer}: every head"))
 
     keep_or_restore("mh_full", False, parse=state.parse_bool)
     st.toggle(f"Show head {head} alone at full resolution", key="mh_full")
     state.publish(mh_full=st.session_state["mh_full"])
     if st.session_state["mh_full"]:
-        chart(viz.head_grid(weights[head][None], viz.token_labels(run.tokenized.tokens), [f"head {head}"],
+        full_map = layer_weights(run, layer)[head]                         # (T, T)
+        chart(viz.head_grid(full_map[None], viz.token_labels(run.tokenized.tokens), [f"head {head}"],
                             columns=1, title=f"Layer {layer}, head {head}, every token",
                             panel_height=min(900, max(420, 14 * len(run.tokenized)))))
     names = labels if pooled.pooled else run.tokenized.tokens
@@ -348,7 +355,7 @@ keep_or_restore("mh_tab", TABS[0], valid=lambda name: name in TABS)
 tabs = st.tabs(TABS, key="mh_tab", on_change="rerun")
 state.publish(mh_tab=st.session_state["mh_tab"])
 drawers = [
-    lambda: all_heads_tab(run, layer, head),
+    lambda: all_heads_tab(context, run, layer, head),
     lambda: head_view_tab(run, layer, num_heads),
     lambda: two_sentences_tab(context, layer, head),
     lambda: statistics_tab(context, run),

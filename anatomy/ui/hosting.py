@@ -29,7 +29,7 @@ FINGERPRINT_VARIABLE = "ANATOMY_DEBUG_FINGERPRINT"      # lets ?fingerprint=1 sh
 EMBEDDED = ""  # how the allowlist (and the sidebar's model field) names the embedded all-MiniLM-L6-v2
 
 # Defaults in hosted mode. 5,000 characters is two pages of prose, more than the 512 tokens MiniLM reads;
-# 512 tokens is MiniLM's own limit, where one traced run holds about 160 MB.
+# 512 tokens is MiniLM's own limit, where one traced run holds about 71 MB.
 HOSTED_MAX_CHARACTERS = 5_000
 HOSTED_MAX_TOKENS = 512
 HOSTED_TRAINING_BUDGET_SECONDS = 30.0

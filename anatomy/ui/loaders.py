@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import os
+import threading
 
 import streamlit as st
 import torch
@@ -17,10 +19,25 @@ import torch
 from anatomy.analysis import EncoderRun, run_encoder
 from anatomy.devices import DeviceUnavailableError, choose_device
 from anatomy.pretrained import DEFAULT_MODEL_NAME, ModelLoadError, PretrainedModel, load_pretrained
-from anatomy.ui import hosting
+from anatomy.recipes import RECIPES
+from anatomy.ui import hosting, memory
 from anatomy.ui.widgets import escape_markdown
 
-MAX_CACHED_RUNS = 8  # traced runs kept in memory (a 512-token MiniLM trace is about 160 MB)
+# Traced runs kept in memory: at most this many, holding at most this many bytes together (a 512-token
+# MiniLM trace holds 71 MB, a 10-token one 1.4 MB), the run just used always kept. The server holds about
+# 490 MB once the model is loaded (torch alone is 220 MB), so this leaves room for one 512-token run plus
+# shorter ones, the pages' own caches and a forward pass in progress within a free tier's 700 MB.
+MAX_CACHED_RUNS = 8
+MAX_CACHED_RUN_BYTES = 128 * 2**20
+
+# New traced runs computed at once, across every session. Streamlit runs each session's script in a thread of
+# its own, so forty students typing at once would start forty forward passes, each holding its activations
+# (up to a few hundred MB at 512 tokens) until it ends. More passes than cores finish no sooner, since they
+# share the cores; they only hold more memory. So the rest wait here, and the server's peak memory depends
+# on the number of cores, not of visitors. Four at most on a bigger machine: each pass already spreads over
+# torch's own threads.
+MAX_CONCURRENT_FORWARDS = max(1, min(4, os.cpu_count() or 1))
+FORWARD_GATE = threading.BoundedSemaphore(MAX_CONCURRENT_FORWARDS)
 
 
 def get_model(reference: str = "") -> PretrainedModel:
@@ -80,8 +97,9 @@ def get_encoder_run(reference: str, text: str, pair: str | None = None) -> Encod
         problem = settings.text_problem(piece, what)
         if problem:
             _stop_with(problem, ":material/content_cut:")
+    key = (reference, text, pair, settings.max_input_tokens)
     try:
-        return _traced_run(reference, text, pair, settings.max_input_tokens)
+        run = _traced_run(*key)
     except Exception as error:
         if not is_out_of_memory(error):
             raise
@@ -91,13 +109,37 @@ def get_encoder_run(reference: str, text: str, pair: str | None = None) -> Encod
             "shorter text; nothing else is affected, and the next run starts afresh.",
             ":material/memory:",
         )
+    _keep_within_budget(key, run)
+    return run
 
 
-@st.cache_resource(max_entries=MAX_CACHED_RUNS, show_spinner="Running the model…")
+def _forget_run(run: EncoderRun) -> None:
+    _RUN_BUDGET.release(run)
+
+
+@st.cache_resource(max_entries=MAX_CACHED_RUNS, show_spinner="Running the model…", on_release=_forget_run)
 def _traced_run(reference: str, text: str, pair: str | None, token_cap: int | None) -> EncoderRun:
+    # Only a cache miss gets here: a cached run is handed out without waiting at the gate.
     pretrained = get_model(reference)
     max_tokens = min(token_cap, pretrained.config.max_positions) if token_cap else None
-    return run_encoder(pretrained.model, pretrained.tokenizer, text, pair, max_tokens=max_tokens)
+    with FORWARD_GATE:
+        return run_encoder(pretrained.model, pretrained.tokenizer, text, pair, max_tokens=max_tokens)
+
+
+_RUN_BUDGET = memory.ByteBudget(MAX_CACHED_RUN_BYTES, max_entries=MAX_CACHED_RUNS)
+
+
+def _keep_within_budget(key: tuple, run: EncoderRun) -> None:
+    """Drop the least recently used traced runs while they hold more than MAX_CACHED_RUN_BYTES together.
+
+    A session still showing a dropped run keeps it until its page has run; the next use computes it again.
+    After a new run, the memory its forward pass used in passing is handed back to the system.
+    """
+    is_new = key not in _RUN_BUDGET
+    for stale in _RUN_BUDGET.use(key, run):
+        _traced_run.clear(*stale)
+    if is_new:
+        memory.trim()
 
 
 def is_out_of_memory(error: BaseException) -> bool:
@@ -111,6 +153,7 @@ def is_out_of_memory(error: BaseException) -> bool:
 def release_memory() -> None:
     """Give back what a failed forward pass left behind, so the next one starts with room."""
     gc.collect()
+    memory.trim()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
 
@@ -120,10 +163,11 @@ def _stop_with(message: str, icon: str):
     st.stop()
 
 
-def shared_model_fingerprint(reference: str = "") -> str:
-    """The fingerprint of the model every session shares: equal before and after a load test proves that
-    no session (ablation, live training) changed the weights everyone reads."""
-    return weights_fingerprint(get_model(reference).model)
+def shared_model_fingerprint(trained: str | None = None) -> str:
+    """The fingerprint of a model every session shares: the embedded one, or the model trained here named
+    `trained` ("sorter", "sorter-cheater", "reverser"). Equal before and after a load test, it proves that no
+    session (ablation, live training) changed the weights everyone reads."""
+    return weights_fingerprint(get_model(str(RECIPES[trained].folder) if trained else "").model)
 
 
 def weights_fingerprint(model: torch.nn.Module) -> str:

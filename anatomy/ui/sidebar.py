@@ -13,6 +13,7 @@ import streamlit as st
 
 from anatomy.devices import describe_device
 from anatomy.pretrained import DEFAULT_MODEL_NAME, ModelLoadError, PretrainedModel
+from anatomy.recipes import RECIPES
 from anatomy.ui import hosting, state
 from anatomy.ui.frame import ensure_entrypoint
 from anatomy.ui.hosting import HostingSettings
@@ -126,5 +127,7 @@ def _describe(pretrained: PretrainedModel) -> None:
         f"{escape_markdown(pretrained.name.split('/')[-1])} · {config.num_layers} layers · {config.num_heads} heads · "
         f"width {config.width}"
     )
-    if hosting.fingerprint_enabled() and st.query_params.get("fingerprint"):
-        st.caption(f"weights sha256 {shared_model_fingerprint()}")
+    asked = st.query_params.get("fingerprint")
+    if hosting.fingerprint_enabled() and asked:
+        # ?fingerprint=1: the embedded model; ?fingerprint=sorter (or another model trained here): that one
+        st.caption(f"weights sha256 {shared_model_fingerprint(asked if asked in RECIPES else None)}")
