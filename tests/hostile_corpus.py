@@ -109,7 +109,9 @@ def dangerous_fragments(text: str) -> list[str]:
 # ---------------------------------------------------------------------------------------------------------
 # Where hostile input can enter the app (the CI tests and benchmarks/hostile_sweep.py both read these)
 
-PAGE_FIELDS = {  # the lessons' own text fields: (page, link parameters that show the field, session key)
+# The lessons' own text fields: (page, link parameters that show the field, session key). The training page's
+# example word appears only after a run, so tests/test_page_training.py trains first and then tries these texts.
+PAGE_FIELDS = {
     "tok_pair": ("pages/tokenization.py", {}, "tok_pair"),
     "mh_sentence_a": ("pages/multihead.py", {"mh_tab": "Two sentences"}, "mh_sentence_a"),
     "mh_sentence_b": ("pages/multihead.py", {"mh_tab": "Two sentences"}, "mh_sentence_b"),
@@ -118,7 +120,6 @@ PAGE_FIELDS = {  # the lessons' own text fields: (page, link parameters that sho
     "enc_word": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_word"),
     "cm_word": ("pages/causal.py", {}, "cm_word"),
     "dec_word": ("pages/decoder.py", {}, "dec_word"),
-    "tr_word": ("pages/training.py", {}, "tr_word"),
 }
 
 NUMBER_PARAMETERS = {  # every numeric or choice parameter a link can carry, by lesson

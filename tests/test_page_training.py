@@ -5,7 +5,6 @@ Runs here are 20 to 40 steps (a second or two); the hosted-mode test gives a 500
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import threading
 import time
@@ -18,7 +17,8 @@ from anatomy import live_training
 from anatomy.devices import choose_device, describe_device
 from anatomy.recipes import RECIPES
 from anatomy.ui import hosting, loaders, training_slots
-from apptest_helpers import assert_clean, open_page, plotly_figures
+from apptest_helpers import assert_clean, numbers, open_page, plotly_figures
+from hostile_corpus import REPRESENTATIVE, TEXTS, problems_after
 
 PAGE = "pages/training.py"
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -36,13 +36,6 @@ def train(query: dict[str, str]):
     app.button(key="tr_train").click().run()
     assert_clean(app)
     return app
-
-
-def numbers(values) -> np.ndarray:
-    """A plotly array from figure JSON: a plain list, or a typed array sent as base64 ("bdata")."""
-    if isinstance(values, dict):
-        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=np.dtype(values["dtype"]))
-    return np.asarray(values, dtype=float)
 
 
 def loss_figure(app) -> dict:
@@ -123,6 +116,25 @@ def test_a_word_the_model_cannot_read_gets_a_reason_shown_literally_and_no_crash
     (problem,) = [item.value for item in app.warning]
     assert "only the letters" in problem and "<b>" not in problem and "\\<" in problem
     assert len(plotly_figures(app)) == 1                                              # the loss curve only
+
+
+def test_after_a_run_every_representative_hostile_word_gets_a_message_and_nothing_is_rendered(not_hosted):
+    app = train({"tr_steps": "20"})
+    task = RECIPES["sorter"].task
+    refused = 0
+    for name in REPRESENTATIVE:
+        app.text_input(key="tr_word").set_value(TEXTS[name]).run()
+        assert problems_after(app, TEXTS[name]) == [], name
+        held = app.text_input(key="tr_word").value                  # the field holds at most 8 characters
+        try:
+            task.check(held.strip().lower())
+        except ValueError:
+            refused += 1
+            assert app.warning, f"{name}: the example word was refused without a word of why"
+            assert len(plotly_figures(app)) == 1, name              # the loss curve stays; no attention drawn
+        else:  # e.g. 100 000 characters cut to "transfor" by the field: a word the model can read
+            assert not app.warning and len(plotly_figures(app)) > 1, name     # its attention, head by head
+    assert refused >= len(REPRESENTATIVE) - 2                       # all but the texts cut into plain words
 
 
 def test_while_another_training_holds_the_slot_the_page_waits_then_refuses_politely(not_hosted):
