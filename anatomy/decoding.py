@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from anatomy.analysis import TokenizedText, tokenize
-from anatomy.tasks import EOS, CharacterTokenizer, SortingTask
+from anatomy.tasks import SortingTask, answer_text
 
 
 @dataclass(frozen=True)
@@ -224,13 +224,6 @@ class SortingWalkthrough:
         return self.written == self.expected
 
 
-def written_answer(tokenizer: CharacterTokenizer, ids: Sequence[int]) -> str:
-    """Generated ids as text, up to the first <eos> (a special token is written by name, so it never
-    matches a word of letters)."""
-    tokens = tokenizer.decode(ids)
-    return "".join(tokens[: tokens.index(EOS)] if EOS in tokens else tokens)
-
-
 def walk_through_sorting(model: nn.Module, task: SortingTask, word: str) -> SortingWalkthrough:
     """Sort one word greedily (len(word) letters and <eos>), and teacher-force the true sequence.
 
@@ -240,7 +233,7 @@ def walk_through_sorting(model: nn.Module, task: SortingTask, word: str) -> Sort
     generation = generate_greedily(model, task.prompt(word), len(word) + 1, stop_id=tokenizer.eos_id)
     teacher_forced = teacher_force(model, task.sequence(word), first_scored=len(word) + 1)
     return SortingWalkthrough(
-        word, generation, teacher_forced, written_answer(tokenizer, generation.generated_ids), task.answer(word)
+        word, generation, teacher_forced, answer_text(tokenizer.decode(generation.generated_ids)), task.answer(word)
     )
 
 

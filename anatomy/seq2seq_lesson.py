@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from anatomy.seq2seq import EncoderDecoder
-from anatomy.tasks import EOS, LetterTask
+from anatomy.tasks import LetterTask, answer_text
 
 
 @dataclass(frozen=True)
@@ -110,8 +110,7 @@ class ReversalLesson:
     @property
     def answer(self) -> str:
         """What the model wrote before its first <eos>, as the task reads an answer."""
-        written = list(self.written)
-        return "".join(written[: written.index(EOS)] if EOS in written else written)
+        return answer_text(self.written)
 
     @property
     def correct(self) -> bool:

@@ -186,7 +186,7 @@ class SortingTask(LetterTask):
             prompts = prompts.to(next(model.parameters()).device)
             generated = model.generate_greedy(prompts, max_new_tokens=length + 1)[:, prompts.size(1):]
             for index, row in zip(indices, generated.tolist()):
-                answers[index] = _until_eos(self.tokenizer, row)
+                answers[index] = answer_text(self.tokenizer.decode(row))
         return [answers[index] for index in range(len(words))]
 
 
@@ -230,12 +230,13 @@ class ReversalTask(LetterTask):
         generated = model.generate_greedy(
             source_ids, self.tokenizer.bos_id, self.max_length + 1, source_mask=source_mask
         )[:, 1:]
-        return [_until_eos(self.tokenizer, row) for row in generated.tolist()]
+        return [answer_text(self.tokenizer.decode(row)) for row in generated.tolist()]
 
 
-def _until_eos(tokenizer: CharacterTokenizer, ids: Sequence[int]) -> str:
-    """Generated ids as text, up to the first <eos> (special tokens written by name, so they never match)."""
-    tokens = tokenizer.decode(ids)
+def answer_text(tokens: Sequence[str]) -> str:
+    """Generated tokens as an answer: everything before the first <eos>, joined (special tokens are written
+    by name, so an answer holding one never equals a word of letters)."""
+    tokens = list(tokens)
     return "".join(tokens[: tokens.index(EOS)] if EOS in tokens else tokens)
 
 
