@@ -366,3 +366,26 @@ def test_the_shared_sorter_and_cheater_are_bit_for_bit_unchanged_by_the_page(shi
     assert after == before
     assert before == [loaders.weights_fingerprint(shipped[name].model) for name in ("sorter", "sorter-cheater")]
     assert not any(loaders.get_model(folder).model.training for folder in folders)
+
+
+def test_a_gpt2_running_out_of_memory_ends_that_page_with_a_message_and_the_next_text_works(
+    gpt2_folder, monkeypatch
+):
+    doomed = "a text the GPT-2 runs out of memory on"
+    real = decoding.read_text
+
+    def read(model, tokenizer, text, max_tokens=None):
+        if text == doomed:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(model, tokenizer, text, max_tokens)
+
+    monkeypatch.setattr(decoding, "read_text", read)
+    app = open_page(PAGE, text=doomed, query={"model": str(gpt2_folder)})
+    assert_clean(app)
+    assert any("ran out of memory" in item.value and f"{len(doomed)} characters" in item.value
+               for item in app.error)
+    assert "cm_lm_head" not in chart_keys(app)
+    app.session_state["text"] = GPT2_TEXT
+    app.run()
+    assert_clean(app)
+    assert "cm_lm_head" in chart_keys(app), "the same student goes on with another text"

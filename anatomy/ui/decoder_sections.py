@@ -349,14 +349,10 @@ def _continuation(reference: str, text: str, token_cap: int | None) -> decoding.
 
 def language_model_run(context) -> decoding.TextContinuation:
     """The sidebar's text through the sidebar's GPT-2 (cut at the model's positions and the hosting cap)."""
-    try:
-        return _continuation(context.reference, context.text, hosting.current().max_input_tokens)
-    except Exception as error:
-        if not loaders.is_out_of_memory(error):
-            raise
-        loaders.release_memory()
-        st.error("The model ran out of memory on this text. Try a shorter one.", icon=":material/memory:")
-        st.stop()
+    return loaders.unless_out_of_memory(
+        lambda: _continuation(context.reference, context.text, hosting.current().max_input_tokens),
+        len(context.text),
+    )
 
 
 def show_language_model_tokens(context, run: decoding.TextContinuation) -> None:

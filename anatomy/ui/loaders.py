@@ -12,6 +12,7 @@ import gc
 import hashlib
 import os
 import threading
+from typing import Callable, TypeVar
 
 import streamlit as st
 import torch
@@ -22,6 +23,8 @@ from anatomy.pretrained import DEFAULT_MODEL_NAME, ModelLoadError, PretrainedMod
 from anatomy.recipes import RECIPES
 from anatomy.ui import hosting, memory
 from anatomy.ui.widgets import escape_markdown
+
+T = TypeVar("T")
 
 # Traced runs kept in memory: at most this many, holding at most this many bytes together (a 512-token
 # MiniLM trace holds 71 MB, a 10-token one 1.4 MB), the run just used always kept. The server holds about
@@ -98,19 +101,25 @@ def get_encoder_run(reference: str, text: str, pair: str | None = None) -> Encod
         if problem:
             _stop_with(problem, ":material/content_cut:")
     key = (reference, text, pair, settings.max_input_tokens)
+    run = unless_out_of_memory(lambda: _traced_run(*key), len(text) + len(pair or ""))
+    _keep_within_budget(key, run)
+    return run
+
+
+def unless_out_of_memory(compute: Callable[[], T], characters: int) -> T:
+    """`compute()`; if it runs out of memory, a message for this visitor ends this run of the page (st.stop),
+    and the next run, like every other session, starts afresh."""
     try:
-        run = _traced_run(*key)
+        return compute()
     except Exception as error:
         if not is_out_of_memory(error):
             raise
         release_memory()
         _stop_with(
-            f"The model ran out of memory on this input ({len(text) + len(pair or ''):,} characters). Try a "
-            "shorter text; nothing else is affected, and the next run starts afresh.",
+            f"The model ran out of memory on this input ({characters:,} characters). Try a shorter text; "
+            "nothing else is affected, and the next run starts afresh.",
             ":material/memory:",
         )
-    _keep_within_budget(key, run)
-    return run
 
 
 def _forget_run(run: EncoderRun) -> None:
