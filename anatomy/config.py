@@ -113,6 +113,13 @@ class Seq2SeqConfig(TransformerConfig):
         return DecoderConfig(**self._shared(), num_layers=self.num_decoder_layers, cross_attention=True)
 
 
+def family(config: TransformerConfig) -> str:
+    """Which shape of transformer a configuration builds: "encoder", "decoder" or "encoder-decoder"."""
+    if isinstance(config, Seq2SeqConfig):
+        return "encoder-decoder"
+    return "decoder" if isinstance(config, DecoderConfig) else "encoder"
+
+
 PRESETS: dict[str, TransformerConfig] = {
     "bert-base-uncased": EncoderConfig(),
     "bert-large-uncased": EncoderConfig(width=1024, num_layers=24, num_heads=16, ff_width=4096),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from anatomy.config import PRESETS, DecoderConfig, Seq2SeqConfig, TransformerConfig, parameter_count
+from anatomy.config import PRESETS, DecoderConfig, Seq2SeqConfig, TransformerConfig, family, parameter_count
 from anatomy.masks import causal_mask
 from anatomy.models import DecoderOnlyLM, Encoder
 from anatomy.pretrained import embedded_model_folder, read_config
@@ -31,9 +31,8 @@ ENCODER_ONLY, DECODER_ONLY, ENCODER_DECODER = "encoder-only", "decoder-only", "e
 
 
 def family_of(config: TransformerConfig) -> str:
-    if isinstance(config, Seq2SeqConfig):
-        return ENCODER_DECODER
-    return DECODER_ONLY if isinstance(config, DecoderConfig) else ENCODER_ONLY
+    """The family's name as this lesson writes it: "encoder-only", "decoder-only" or "encoder-decoder"."""
+    return {"encoder": ENCODER_ONLY, "decoder": DECODER_ONLY, "encoder-decoder": ENCODER_DECODER}[family(config)]
 
 
 # --- Who may attend to whom -------------------------------------------------------------------------

@@ -18,7 +18,9 @@ import torch
 from torch import Tensor, nn
 
 from anatomy import keymaps
-from anatomy.config import DecoderConfig, EncoderConfig, Seq2SeqConfig, TransformerConfig, config_from_hf
+from anatomy.config import (
+    DecoderConfig, EncoderConfig, Seq2SeqConfig, TransformerConfig, config_from_hf, family,
+)
 from anatomy.devices import choose_device
 from anatomy.keymaps import Source
 from anatomy.models import DecoderOnlyLM, Encoder, SequenceClassifier
@@ -48,9 +50,8 @@ class PretrainedModel:
 
     @property
     def family(self) -> str:
-        if isinstance(self.config, Seq2SeqConfig):
-            return "encoder-decoder"
-        return "decoder" if isinstance(self.config, DecoderConfig) else "encoder"
+        """ "encoder", "decoder" or "encoder-decoder" (see `config.family`)."""
+        return family(self.config)
 
 
 def embedded_model_folder() -> Path:

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from anatomy.blocks import EncoderLayer
-from anatomy.config import PRESETS, DecoderConfig, TransformerConfig, parameter_breakdown, parameter_count
+from anatomy.config import PRESETS, TransformerConfig, family, parameter_breakdown, parameter_count
 from anatomy.models import Encoder, SequenceClassifier
 from anatomy.trace import LayerTrace, ModelTrace
 
@@ -374,7 +374,7 @@ def model_zoo(presets: dict[str, TransformerConfig] = PRESETS) -> tuple[ZooEntry
     return tuple(
         ZooEntry(
             name=name,
-            family="decoder" if isinstance(config, DecoderConfig) else "encoder",
+            family=family(config),
             num_layers=config.num_layers,
             width=config.width,
             num_heads=config.num_heads,
