@@ -179,13 +179,15 @@ def head_shares_table(walk: decoding.SortingWalkthrough) -> pd.DataFrame:
     """Per layer and head: the share of answer steps whose strongest key holds the letter written next."""
     attention = walk.generation.final_attention
     queries = decoding.answer_queries(walk.word, attention.size(-1))
-    shares = decoding.strongest_key_holds_next_token(
+    return layer_head_frame(decoding.strongest_key_holds_next_token(
         attention, walk.generation.sequence_ids, queries, decoding.word_positions(walk.word)
-    )
-    return pd.DataFrame(
-        shares.numpy(), index=[f"layer {layer}" for layer in range(shares.size(0))],
-        columns=[f"head {head}" for head in range(shares.size(1))],
-    )
+    ))
+
+
+def layer_head_frame(values) -> pd.DataFrame:
+    """(L, H) numbers as a table, a row per layer and a column per head (both numbered from 0)."""
+    return pd.DataFrame(values.numpy(), index=[f"layer {layer}" for layer in range(values.size(0))],
+                        columns=[f"head {head}" for head in range(values.size(1))])
 
 
 def show_generation(word: str) -> decoding.SortingWalkthrough:
@@ -242,11 +244,7 @@ def show_next_token_choices(walk: decoding.SortingWalkthrough) -> None:
 
 def future_table(attention) -> pd.DataFrame:
     """Per layer and head, the average weight a query puts on later positions."""
-    means = decoding.mean_weight_above_diagonal(attention)
-    return pd.DataFrame(
-        means.numpy(), index=[f"layer {layer}" for layer in range(means.size(0))],
-        columns=[f"head {head}" for head in range(means.size(1))],
-    )
+    return layer_head_frame(decoding.mean_weight_above_diagonal(attention))
 
 
 def losses_table(honest: decoding.SortingWalkthrough, cheater: decoding.SortingWalkthrough) -> pd.DataFrame:
