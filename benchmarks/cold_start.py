@@ -10,8 +10,9 @@ is spawned:
   welcome      the first page (/) has painted: title drawn, script done (the sidebar loads the model then)
   first chart  the same tab then opens /multihead, until its chart is drawn: the first chart a visitor sees
 Memory is the resident set (VmRSS in /proc/<pid>/status) of the server and any child process, read after
-the first chart (the model is loaded) and after a 512-token text has been opened on every page; the peak is
-the server's VmHWM, reset before each page so that each page's own peak is printed too. Goals (issue 4):
+the first chart (the model is loaded) and after a 512-token text has been opened on every page and every tab
+(tests/browser/lessons.py: VIEWS; only the open tab runs, so each tab is a view of its own); the peak is the
+server's VmHWM, reset before each view so that each view's own peak is printed too. Goals (issue 4):
 <= 10 s to the first page painted, <= 700 MB resident, peaks included (a free hosting tier's limit). They
 are informational: the script exits 0 whether or not they are met. `benchmarks/memory_profile.py` shows
 where the memory goes.
@@ -32,7 +33,7 @@ from browser_support import (
     text_of_exactly,
 )
 import anatomy
-from lessons import LESSONS
+from lessons import VIEWS
 
 GOAL_SECONDS, GOAL_MB = 10.0, 700.0
 LONG = 512
@@ -93,7 +94,7 @@ def one_cold_start(browser, long_text: str, index: int) -> dict:
         loaded_mb = resident_mb(server.process.pid)
         peak_mb = status_kb(server.process.pid, "VmHWM") / 1024
         by_page, peak_by_page = {}, {}
-        for name, lesson in LESSONS.items():
+        for name, lesson in VIEWS.items():
             query = "".join(f"&{key}={quote(str(value))}" for key, value in lesson.query.items())
             reset_peak(server.process.pid)
             page.goto(f"{server.url}/{lesson.path}?text={quote(long_text)}{query}", wait_until="commit")
@@ -130,7 +131,7 @@ def main() -> None:
                   f"{run['rss_model_loaded_mb']:>15.0f}{run['rss_after_512_every_page_mb']:>12.0f}"
                   f"{run['peak_mb']:>9.0f}")
         browser.close()
-    print("RSS (MB) after opening each page with the 512-token text, in this order, and (its peak while it ran):")
+    print("RSS (MB) after opening each view with the 512-token text, in this order, and (its peak while it ran):")
     for run in runs:
         print("   " + ", ".join(f"{name} {mb:.0f} ({run['peak_during_each_512_page_mb'][name]:.0f})"
                                 for name, mb in run["rss_after_each_512_page_mb"].items()))

@@ -27,21 +27,25 @@ from hostile_corpus import NUMBER_PARAMETERS, NUMBER_TEXTS, TEXTS, OutboundConne
 # Every view whose content depends on the sidebar text: a page plus the link parameters that open a tab.
 SIDEBAR_VIEWS = {
     "home": ("pages/home.py", {}),
-    "tokenization": ("pages/tokenization.py", {}),
-    "positional": ("pages/positional.py", {}),
+    **{f"tokenization/{tab}": ("pages/tokenization.py", {"tok_tab": tab}) for tab in (
+        "Text → tokens", "Tokens → vectors", "Three tokenizers")},
+    **{f"positional/{tab}": ("pages/positional.py", {"pos_tab": tab}) for tab in (
+        "Formula and curves", "The whole table", "Similarity between positions", "Bounded, unique, deterministic")},
     "attention/embeddings": ("pages/attention.py", {"att_source": "embeddings"}),
     "attention/model": ("pages/attention.py", {"att_source": "model"}),
     **{f"multihead/{tab}": ("pages/multihead.py", {"mh_tab": tab}) for tab in (
         "All heads", "Head view", "Two sentences", "Head statistics", "Split and recombine", "Switch a head off")},
-    "causal": ("pages/causal.py", {}),
-    "causal/cheater": ("pages/causal.py", {"cm_cheater": "true"}),
-    "decoder": ("pages/decoder.py", {}),
+    **{f"causal/{tab}": ("pages/causal.py", {"cm_tab": tab}) for tab in (
+        "The chapter's example", "One head on your text", "No mask, padding, causal")},
+    "causal/cheater": ("pages/causal.py", {"cm_tab": "A trained decoder", "cm_cheater": "true"}),
+    **{f"decoder/{tab}": ("pages/decoder.py", {"dec_tab": tab}) for tab in (
+        "Three attentions", "Writing the answer", "Three families")},
     "training": ("pages/training.py", {}),
     **{f"encoder/{tab}": ("pages/encoder.py", {"enc_tab": tab}) for tab in (
         "Attention, all layers", "Hidden states", "A word in context", "Pre-LN vs post-LN", "Feed-forward",
         "Classification head", "Parameters")},
 }
-QUICK_VIEWS = ("tokenization", "attention/model", "encoder/Attention, all layers")
+QUICK_VIEWS = ("tokenization/Text → tokens", "attention/model", "encoder/Attention, all layers")
 
 # The lessons' own text fields (tests/hostile_corpus.py), plus one entry of the toy matrix editor.
 PAGE_FIELDS = {
@@ -106,12 +110,13 @@ def sweep_page_fields(tally: Tally) -> None:
 
 
 def sweep_numbers(tally: Tally) -> None:
-    for page, parameters in NUMBER_PARAMETERS.items():
+    for view, (page, opening, parameters) in NUMBER_PARAMETERS.items():
         for parameter in parameters:
             for name, raw in NUMBER_TEXTS.items():
                 start = time.perf_counter()
-                app = open_page(page, query={parameter: raw})
-                tally.add(f"?{parameter}= (link)", name, time.perf_counter() - start, problems_after(app, raw))
+                app = open_page(page, query={**opening, parameter: raw})
+                tally.add(f"?{parameter}= on {view} (link)", name, time.perf_counter() - start,
+                          problems_after(app, raw))
 
 
 def main() -> int:

@@ -36,15 +36,15 @@ def lessons_for(layer: int, head: int, word: str | None = None) -> list[Lesson]:
     lessons = [
         Lesson("multihead", {"mh_layer": layer, "mh_head": head}, 1, True),
         Lesson("attention", {"att_source": "model", "att_layer": layer, "att_head": head}, 1, True),
-        Lesson("causal", {"cm_layer": layer, "cm_head": head, **sorter}, 2, True,
-               None if word is None else "".join(sorted(word))),
+        Lesson("causal", {"cm_tab": "One head on your text", "cm_layer": layer, "cm_head": head}, 2, True),
         Lesson("encoder", {"enc_tab": "Hidden states"}, 1, True),
         Lesson("tokenization", {}, 1, False),
         Lesson("multihead", {"mh_tab": "Switch a head off", "mh_layer": layer, "mh_ablate": head}, 1, True),
         Lesson("positional", {"pos_d": 32 + 2 * layer}, 1, False),
     ]
     if word is not None:
-        lessons.insert(4, Lesson("decoder", {"dec_word": word}, 5, False, word[::-1]))
+        lessons.insert(3, Lesson("causal", {"cm_tab": "A trained decoder", **sorter}, 3, False, "".join(sorted(word))))
+        lessons.insert(5, Lesson("decoder", {"dec_tab": "Writing the answer", "dec_word": word}, 1, False, word[::-1]))
     return lessons
 
 

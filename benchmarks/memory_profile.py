@@ -51,7 +51,10 @@ MORE_VIEWS = [
     ("multihead", {"mh_tab": "Switch a head off"}),
     ("multihead", {"mh_tab": "Split and recombine"}),
     ("multihead", {"mh_full": "true"}),
-    ("causal", {"cm_full": "true"}),
+    ("causal", {"cm_tab": "One head on your text", "cm_full": "true"}),
+    ("causal", {"cm_tab": "No mask, padding, causal"}),
+    ("tokenization", {"tok_tab": "Tokens → vectors"}),
+    ("positional", {"pos_tab": "Similarity between positions"}),
     ("encoder", {"enc_layer": "3", "enc_head": "5"}),
 ]
 

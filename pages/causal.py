@@ -349,27 +349,53 @@ THREE_MASKS_NEED_AN_ENCODER = (
 )
 
 
-def show_encoder_head(context) -> None:
-    """The encoder's parts: one of its heads under a causal mask, then no mask vs padding vs causal."""
-    st.info(ENCODER_HONESTY, icon=":material/info:")
+def show_encoder_head(context, part: str) -> None:
+    """One of the encoder's heads on the sidebar's text: under a causal mask, or with no mask vs padding vs
+    causal. Both parts read the same layer, head and window choices."""
     run = loaders.get_encoder_run(context.reference, context.text)
     widgets.truncation_notice(run.tokenized)
     layer, head = choose_layer_and_head(context.pretrained.config)
     window_start = choose_window_start(len(run.tokenized))
-    show_causal_on_real_head(context, run, layer, head, window_start)
-    show_three_masks(context, run, layer, head, window_start)
+    if part == REAL_HEAD:
+        st.info(ENCODER_HONESTY, icon=":material/info:")
+        show_causal_on_real_head(context, run, layer, head, window_start)
+    else:
+        show_three_masks(context, run, layer, head, window_start)
 
 
-def show_language_model(context) -> None:
+def show_language_model(context, part: str) -> None:
     """A GPT-2 from the sidebar: its tokens, any head's own causal attention, and its next-token guesses."""
+    if part != REAL_HEAD:
+        st.info(THREE_MASKS_NEED_AN_ENCODER, icon=":material/info:")
+        return
     run = decoder_sections.language_model_run(context)
     decoder_sections.show_language_model_tokens(context, run)
     layer, head = choose_layer_and_head(context.pretrained.config)
     window_start = choose_window_start(len(run.tokenized))
     decoder_sections.show_language_model_head(context, run, layer, head, window_start)
     decoder_sections.show_next_tokens(context, run)
-    st.subheader("No mask, padding mask, causal mask")
-    st.info(THREE_MASKS_NEED_AN_ENCODER, icon=":material/info:")
+
+
+def show_sidebar_model(context, part: str) -> None:
+    """The model and text chosen in the sidebar, under the mask (REAL_HEAD) or under three masks."""
+    problem = real_input_problem(context)
+    if problem:
+        st.info(problem, icon=":material/keyboard:")
+    elif decoder_sections.is_language_model(context.pretrained):
+        show_language_model(context, part)
+    else:
+        show_encoder_head(context, part)
+
+
+CHAPTER, REAL_HEAD, THREE_MASKS, TRAINED = (
+    "The chapter's example", "One head on your text", "No mask, padding, causal", "A trained decoder",
+)
+SECTIONS = {
+    CHAPTER: lambda context: show_chapter_example(),
+    REAL_HEAD: lambda context: show_sidebar_model(context, REAL_HEAD),
+    THREE_MASKS: lambda context: show_sidebar_model(context, THREE_MASKS),
+    TRAINED: lambda context: decoder_sections.show_trained_decoder(),
+}
 
 
 def page() -> None:
@@ -377,16 +403,12 @@ def page() -> None:
     st.title("Causal masking")
     st.markdown(WHY_MASK)
     st.latex(MASK_FORMULA)
-    show_chapter_example()
-    st.subheader("A causal mask on a real head")
-    problem = real_input_problem(context)
-    if problem:
-        st.info(problem, icon=":material/keyboard:")
-    elif decoder_sections.is_language_model(context.pretrained):
-        show_language_model(context)
-    else:
-        show_encoder_head(context)
-    decoder_sections.show_trained_decoder()
+    # Only the open tab runs (the tab is bound to the URL): a chart in a hidden tab would still be sent and
+    # drawn before the page counts as painted.
+    for tab, section in zip(st.tabs(list(SECTIONS), key="cm_tab", bind="query-params"), SECTIONS.values()):
+        if tab.open:
+            with tab:
+                section(context)
     widgets.show_source(
         mask_demo.attend, causal_mask, padding_mask, combine_masks, scaled_dot_product_attention,
         toy.masked_softmax, mask_demo.run_padded, decoding.generate_greedily, decoding.teacher_force,

@@ -277,6 +277,15 @@ def show_families() -> None:
 
 # --- The page ---------------------------------------------------------------------------------------
 
+NEEDS_A_WORD = "This part runs the reverser on a word it can read: see the message above."
+ATTENTIONS, GENERATION, FAMILIES = "Three attentions", "Writing the answer", "Three families"
+SECTIONS = {
+    ATTENTIONS: show_attentions,
+    GENERATION: show_generation,
+    FAMILIES: lambda view: show_families(),
+}
+
+
 def page() -> None:
     ensure_entrypoint()  # a first deep link on a fresh server must still get the navigation and the sidebar
     st.title("Decoder & cross-attention")
@@ -286,14 +295,21 @@ def page() -> None:
     except ModelLoadError as error:
         st.error(f"The reverser could not be loaded: {widgets.escape_markdown(str(error))}", icon=":material/error:")
         pretrained = None
+    view = None
     if pretrained is not None:
         describe_reverser(pretrained)
         checked = choose_word(pretrained.task)
         if checked.problem is None:
             view = word_view(checked.word)
-            show_attentions(view)
-            show_generation(view)
-    show_families()
+    # Only the open tab runs (the tab is bound to the URL): a chart in a hidden tab would still be sent and
+    # drawn before the page counts as painted.
+    for tab, (name, show) in zip(st.tabs(list(SECTIONS), key="dec_tab", bind="query-params"), SECTIONS.items()):
+        if tab.open:
+            with tab:
+                if view is None and name != FAMILIES:
+                    st.info(NEEDS_A_WORD, icon=":material/keyboard:")
+                else:
+                    show(view)
     widgets.show_source(
         seq2seq_lesson.reverse_word, EncoderDecoder.generate_greedy, DecoderLayer, families.family_masks,
         parameter_breakdown,

@@ -189,40 +189,44 @@ if problem:
     st.stop()
 state.publish(pos_d=width, pos_base=f"{base:g}", pos_n=shown)
 
+# Only the open tab runs (the tab is bound to the URL): a chart in a hidden tab would still be sent and drawn
+# before the page counts as painted.
 curves_tab, table_tab, similarity_tab, properties_tab = st.tabs(
-    ["Formula and curves", "The whole table", "Similarity between positions", "Bounded, unique, deterministic"]
+    ["Formula and curves", "The whole table", "Similarity between positions", "Bounded, unique, deterministic"],
+    key="pos_tab", bind="query-params",
 )
 
-with curves_tab:
-    st.markdown("Component $i$ of the vector for position $t$, in a model of width $d$:")
-    st.latex(
-        r"p_i(t) = \begin{cases} \sin(\omega_i\, t) & i \text{ even} \\ \cos(\omega_{i-1}\, t) & i \text{ odd}"
-        r"\end{cases} \qquad \omega_k = \text{base}^{-k/d}"
-    )
-    st.markdown(
-        f"""
+if curves_tab.open:
+    with curves_tab:
+        st.markdown("Component $i$ of the vector for position $t$, in a model of width $d$:")
+        st.latex(
+            r"p_i(t) = \begin{cases} \sin(\omega_i\, t) & i \text{ even} \\ \cos(\omega_{i-1}\, t) & i \text{ odd}"
+            r"\end{cases} \qquad \omega_k = \text{base}^{-k/d}"
+        )
+        st.markdown(
+            f"""
 Dimensions come in pairs that share one frequency: a sine at each even $i$ and a cosine at the odd $i$
 just after it. The first pair turns fastest, one full cycle every $2\\pi \\approx 6.3$ positions; each
 following pair turns slower, and the last one needs about {slowest_period(width, base):,.0f} positions for a
 cycle (with d = {width} and base {base:g}). Read one position as a row of clock hands turning at different
 speeds: the fast hands tell neighbours apart, the slow ones tell the start of a long text from its end.
 """
-    )
-    restore_from_link(
-        "pos_dims", default_dimensions(width), parse_dimensions,
-        lambda v: len(v) <= MAX_CURVES and all(0 <= index < width for index in v),
-        f"dimensions must be at most {MAX_CURVES} whole numbers below d, separated by commas",
-    )
-    st.session_state["pos_dims"] = [index for index in st.session_state["pos_dims"] if index < width]
-    st.multiselect("Dimensions i to draw", list(range(width)), key="pos_dims", max_selections=MAX_CURVES,
-                   format_func=lambda index: f"{index} ({'sin' if index % 2 == 0 else 'cos'})")
-    dimensions = tuple(st.session_state["pos_dims"])
-    state.publish(pos_dims=",".join(map(str, dimensions)))
-    if dimensions:
-        st.plotly_chart(curves_figure(shown, width, base, dimensions, positions_in_text), width="stretch")
-    else:
-        st.info("Pick at least one dimension to draw its curve.", icon=":material/show_chart:")
-    widgets.show_source(sinusoidal_positional_encoding)
+        )
+        restore_from_link(
+            "pos_dims", default_dimensions(width), parse_dimensions,
+            lambda v: len(v) <= MAX_CURVES and all(0 <= index < width for index in v),
+            f"dimensions must be at most {MAX_CURVES} whole numbers below d, separated by commas",
+        )
+        st.session_state["pos_dims"] = [index for index in st.session_state["pos_dims"] if index < width]
+        st.multiselect("Dimensions i to draw", list(range(width)), key="pos_dims", max_selections=MAX_CURVES,
+                       format_func=lambda index: f"{index} ({'sin' if index % 2 == 0 else 'cos'})")
+        dimensions = tuple(st.session_state["pos_dims"])
+        state.publish(pos_dims=",".join(map(str, dimensions)))
+        if dimensions:
+            st.plotly_chart(curves_figure(shown, width, base, dimensions, positions_in_text), width="stretch")
+        else:
+            st.info("Pick at least one dimension to draw its curve.", icon=":material/show_chart:")
+        widgets.show_source(sinusoidal_positional_encoding)
 
 # Every tab below reads the same study of both tables; the measure is chosen in the similarity tab.
 restore_from_link("pos_measure", "cosine", str, lambda v: v in MEASURES, "measure must be cosine or dot")
@@ -234,70 +238,74 @@ measure_label = MEASURES[measure]
 studied = studies(pretrained.name, shown, width, base, measure, learned_table)
 figures = study_figures(pretrained.name, shown, width, base, measure, model_name, studied)
 
-with table_tab:
-    st.markdown(
-        """
+if table_tab.open:
+    with table_tab:
+        st.markdown(
+            """
 Each row is one position's vector, each column one dimension. In the sinusoidal table the left columns
 flicker from row to row (fast waves) and the right ones barely change (slow waves): that spread of speeds
 is what makes every row different. Beside it, the table this model **learned**. Nothing forces it to look
 like a sinusoid, and it does not: BERT-family models treat position vectors as weights and train them.
 """
-    )
-    for column, (name, study) in zip(st.columns(2), studied.items()):
-        with column:
-            st.plotly_chart(figures["tables"][name], width="stretch")
-            offer_table_download(study.table, f"{name}_positions.csv")
-    if learned_table is None:
-        st.info("This model adds sinusoidal positions, so it has no learned table to show.")
-    else:
-        learned = studied["learned"]
-        st.caption(
-            f"The learned table is `model.embeddings.position.weight`, {learned_table.shape[0]} rows of "
-            f"{learned_table.shape[1]}: the model cannot place a token past position {learned_table.shape[0] - 1}, "
-            f"where a sinusoid would simply keep turning. Its colours saturate at ±{colour_limit(learned.table):.3f} "
-            f"(99% of its values are smaller), although a few reach {learned.properties.largest_magnitude:.2f}."
         )
+        for column, (name, study) in zip(st.columns(2), studied.items()):
+            with column:
+                st.plotly_chart(figures["tables"][name], width="stretch")
+                offer_table_download(study.table, f"{name}_positions.csv")
+        if learned_table is None:
+            st.info("This model adds sinusoidal positions, so it has no learned table to show.")
+        else:
+            learned = studied["learned"]
+            st.caption(
+                f"The learned table is `model.embeddings.position.weight`, {learned_table.shape[0]} rows of "
+                f"{learned_table.shape[1]}: the model cannot place a token past position "
+                f"{learned_table.shape[0] - 1}, where a sinusoid would simply keep turning. Its colours saturate at "
+                f"±{colour_limit(learned.table):.3f} (99% of its values are smaller), although a few reach "
+                f"{learned.properties.largest_magnitude:.2f}."
+            )
 
-with similarity_tab:
-    st.markdown(
-        "How alike are the vectors of positions $p$ and $q$? For the sinusoidal table there is a closed form: "
-        "each sine/cosine pair adds $\\sin\\omega p \\sin\\omega q + \\cos\\omega p \\cos\\omega q = "
-        "\\cos(\\omega(p - q))$, so"
-    )
-    st.latex(r"P(p)\cdot P(q) = \sum_{k\ \text{even}} \cos\big(\omega_k\,(p - q)\big)")
-    st.markdown(
-        "depends on the distance $p - q$ alone, not on where the pair sits. Every sinusoidal row has the same "
-        "length, so the cosine tells the same story. The learned table only roughly does: nearby positions "
-        "are alike, but the pattern drifts along the text."
-    )
-    position_column, measure_column = st.columns([3, 1])
-    position_column.slider("Position p", 0, shown - 1, key="pos_p")
-    measure_column.radio("Measure", list(MEASURES), key="pos_measure", format_func=MEASURES.get, horizontal=True)
-    position = st.session_state["pos_p"]
-    state.publish(pos_p=position, pos_measure=measure)
-    if measure == "dot" and "learned" in studied:
-        st.caption("The two tables' dot products live on different scales: the cosine compares their shapes.")
-    st.plotly_chart(row_figure(pretrained.name, shown, width, base, measure, position, studied), width="stretch")
-    widgets.download_csv(
-        pd.DataFrame({name: pd.Series(row.numpy()) for name, row in similarities_with(position, studied).items()})
-        .rename_axis("q"),
-        f"{measure}_with_position_{position}.csv", label="Download these similarities (CSV)",
-    )
-    for column, name in zip(st.columns(len(studied)), studied):
-        column.plotly_chart(figures["similarities"][name], width="stretch")
-    st.markdown(
-        "Grouping all pairs by their distance $q - p$ makes the claim measurable: where similarity depends on "
-        "the distance only, all pairs at one distance agree and the band shrinks to a line."
-    )
-    st.plotly_chart(figures["by_offset"], width="stretch")
-    for column, (name, study) in zip(st.columns(len(studied)), studied.items()):
-        column.metric(f"{name.capitalize()}: widest band", f"{study.by_offset.largest_spread:.2e}",
-                      help="The largest gap between two pairs of positions the same distance apart.")
-    widgets.show_source(similarity_matrix, offset_profile)
+if similarity_tab.open:
+    with similarity_tab:
+        st.markdown(
+            "How alike are the vectors of positions $p$ and $q$? For the sinusoidal table there is a closed form: "
+            "each sine/cosine pair adds $\\sin\\omega p \\sin\\omega q + \\cos\\omega p \\cos\\omega q = "
+            "\\cos(\\omega(p - q))$, so"
+        )
+        st.latex(r"P(p)\cdot P(q) = \sum_{k\ \text{even}} \cos\big(\omega_k\,(p - q)\big)")
+        st.markdown(
+            "depends on the distance $p - q$ alone, not on where the pair sits. Every sinusoidal row has the same "
+            "length, so the cosine tells the same story. The learned table only roughly does: nearby positions "
+            "are alike, but the pattern drifts along the text."
+        )
+        position_column, measure_column = st.columns([3, 1])
+        position_column.slider("Position p", 0, shown - 1, key="pos_p")
+        measure_column.radio("Measure", list(MEASURES), key="pos_measure", format_func=MEASURES.get, horizontal=True)
+        position = st.session_state["pos_p"]
+        state.publish(pos_p=position, pos_measure=measure)
+        if measure == "dot" and "learned" in studied:
+            st.caption("The two tables' dot products live on different scales: the cosine compares their shapes.")
+        st.plotly_chart(row_figure(pretrained.name, shown, width, base, measure, position, studied), width="stretch")
+        widgets.download_csv(
+            pd.DataFrame({name: pd.Series(row.numpy()) for name, row in similarities_with(position, studied).items()})
+            .rename_axis("q"),
+            f"{measure}_with_position_{position}.csv", label="Download these similarities (CSV)",
+        )
+        for column, name in zip(st.columns(len(studied)), studied):
+            column.plotly_chart(figures["similarities"][name], width="stretch")
+        st.markdown(
+            "Grouping all pairs by their distance $q - p$ makes the claim measurable: where similarity depends on "
+            "the distance only, all pairs at one distance agree and the band shrinks to a line."
+        )
+        st.plotly_chart(figures["by_offset"], width="stretch")
+        for column, (name, study) in zip(st.columns(len(studied)), studied.items()):
+            column.metric(f"{name.capitalize()}: widest band", f"{study.by_offset.largest_spread:.2e}",
+                          help="The largest gap between two pairs of positions the same distance apart.")
+        widgets.show_source(similarity_matrix, offset_profile)
 
-with properties_tab:
-    st.markdown(
-        """
+if properties_tab.open:
+    with properties_tab:
+        st.markdown(
+            """
 The paper's encoding promises three things. Here they are measured on the tables above, not taken on trust:
 
 * **bounded**: sines and cosines never leave $[-1, 1]$, so a position vector cannot drown the token
@@ -308,28 +316,28 @@ The paper's encoding promises three things. Here they are measured on the tables
 A learned table promises none of this: its values are whatever training left, its rows differ only
 because training made them differ, and it is fixed only in the sense that the weights are stored.
 """
-    )
-    repeatable = rebuilds_identically(lambda: sinusoidal_positional_encoding(shown, width, base))
-    bounded_column, unique_column, repeat_column = st.columns(3)
-    for name, study in studied.items():
-        found = study.properties  # closest_pair is never None here: at least MIN_SHOWN positions
-        bounded_column.metric(f"{name.capitalize()}: largest |value|", f"{found.largest_magnitude:.6f}")
-        unique_column.metric(f"{name.capitalize()}: smallest distance between two rows",
-                             f"{found.closest_distance:.6f}",
-                             help=f"Between positions {found.closest_pair[0]} and {found.closest_pair[1]}.")
-    repeat_column.metric("Sinusoidal: built twice", "identical" if repeatable else "different")
-    properties = pd.DataFrame(
-        {
-            "positions": [study.properties.num_positions for study in studied.values()],
-            "dimensions": [study.properties.width for study in studied.values()],
-            "largest |value|": [study.properties.largest_magnitude for study in studied.values()],
-            "closest pair p": [study.properties.closest_pair[0] for study in studied.values()],
-            "closest pair q": [study.properties.closest_pair[1] for study in studied.values()],
-            "smallest distance": [study.properties.closest_distance for study in studied.values()],
-            "widest band at one distance": [study.by_offset.largest_spread for study in studied.values()],
-        },
-        index=pd.Index(list(studied), name="table"),
-    )
-    st.dataframe(properties, width="stretch")
-    widgets.download_csv(properties, "position_table_properties.csv")
-    widgets.show_source(describe_encoding, rebuilds_identically)
+        )
+        repeatable = rebuilds_identically(lambda: sinusoidal_positional_encoding(shown, width, base))
+        bounded_column, unique_column, repeat_column = st.columns(3)
+        for name, study in studied.items():
+            found = study.properties  # closest_pair is never None here: at least MIN_SHOWN positions
+            bounded_column.metric(f"{name.capitalize()}: largest |value|", f"{found.largest_magnitude:.6f}")
+            unique_column.metric(f"{name.capitalize()}: smallest distance between two rows",
+                                 f"{found.closest_distance:.6f}",
+                                 help=f"Between positions {found.closest_pair[0]} and {found.closest_pair[1]}.")
+        repeat_column.metric("Sinusoidal: built twice", "identical" if repeatable else "different")
+        properties = pd.DataFrame(
+            {
+                "positions": [study.properties.num_positions for study in studied.values()],
+                "dimensions": [study.properties.width for study in studied.values()],
+                "largest |value|": [study.properties.largest_magnitude for study in studied.values()],
+                "closest pair p": [study.properties.closest_pair[0] for study in studied.values()],
+                "closest pair q": [study.properties.closest_pair[1] for study in studied.values()],
+                "smallest distance": [study.properties.closest_distance for study in studied.values()],
+                "widest band at one distance": [study.by_offset.largest_spread for study in studied.values()],
+            },
+            index=pd.Index(list(studied), name="table"),
+        )
+        st.dataframe(properties, width="stretch")
+        widgets.download_csv(properties, "position_table_properties.csv")
+        widgets.show_source(describe_encoding, rebuilds_identically)

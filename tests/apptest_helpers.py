@@ -42,6 +42,14 @@ def open_page(page: str, text: str | None = None, query: dict[str, str] | None =
     return app.run()
 
 
+def show_tab(app: AppTest, key: str, label: str) -> AppTest:
+    """Open the tab `label` of the tabs bound to the URL under `key`, as a click would: the state and the
+    link both change, then the page reruns (only the open tab runs)."""
+    app.query_params[key] = label
+    app.session_state[key] = label
+    return app.run()
+
+
 def plotly_figures(app: AppTest) -> list[dict]:
     """Every plotly chart on the page as its figure JSON (data and layout)."""
     return [json.loads(element.proto.spec) for element in app.get("plotly_chart")]

@@ -118,19 +118,34 @@ PAGE_FIELDS = {
     "enc_sentence_a": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_sentence_a"),
     "enc_sentence_b": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_sentence_b"),
     "enc_word": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_word"),
-    "cm_word": ("pages/causal.py", {}, "cm_word"),
+    "cm_word": ("pages/causal.py", {"cm_tab": "A trained decoder"}, "cm_word"),
     "dec_word": ("pages/decoder.py", {}, "dec_word"),
 }
 
-NUMBER_PARAMETERS = {  # every numeric or choice parameter a link can carry, by lesson
-    "pages/positional.py": ("pos_d", "pos_base", "pos_n", "pos_p", "pos_dims", "pos_measure"),
-    "pages/attention.py": ("att_layer", "att_head", "att_step", "att_query", "att_key", "att_all", "att_source"),
-    "pages/multihead.py": ("mh_layer", "mh_head", "mh_heads", "mh_threshold", "mh_token", "mh_ablate", "mh_tab"),
-    "pages/causal.py": ("cm_layer", "cm_head", "cm_pad", "cm_window_start", "cm_pad_causal", "cm_step",
-                        "cm_cheater", "cm_top_k"),
-    "pages/training.py": ("tr_model", "tr_steps", "tr_lr", "tr_seed"),
-    "pages/encoder.py": ("enc_layer", "enc_head", "enc_labels", "enc_neurons", "enc_window", "enc_tab"),
-    "pages/tokenization.py": ("tok_dims", "tok_vocab", "tok_first", "tok_view", "tok_special"),
+# Every numeric or choice parameter a link can carry, by view: (page, link parameters that open the view, the
+# parameters that view reads). A tab runs only while it is open, so each tab's own parameters are tried there.
+NUMBER_PARAMETERS = {
+    "positional": ("pages/positional.py", {}, ("pos_d", "pos_base", "pos_n", "pos_dims", "pos_tab")),
+    "positional/similarity": ("pages/positional.py", {"pos_tab": "Similarity between positions"},
+                              ("pos_d", "pos_n", "pos_p", "pos_measure")),
+    "attention": ("pages/attention.py", {},
+                  ("att_layer", "att_head", "att_step", "att_query", "att_key", "att_all", "att_source")),
+    "multihead": ("pages/multihead.py", {},
+                  ("mh_layer", "mh_head", "mh_heads", "mh_threshold", "mh_token", "mh_ablate", "mh_tab")),
+    "causal": ("pages/causal.py", {}, ("cm_tab",)),
+    "causal/one head": ("pages/causal.py", {"cm_tab": "One head on your text"},
+                        ("cm_layer", "cm_head", "cm_window_start", "cm_full", "cm_top_k")),
+    "causal/three masks": ("pages/causal.py", {"cm_tab": "No mask, padding, causal"},
+                           ("cm_layer", "cm_head", "cm_pad", "cm_window_start", "cm_pad_causal")),
+    "causal/trained decoder": ("pages/causal.py", {"cm_tab": "A trained decoder"}, ("cm_step", "cm_cheater")),
+    "decoder": ("pages/decoder.py", {}, ("dec_tab",)),
+    "training": ("pages/training.py", {}, ("tr_model", "tr_steps", "tr_lr", "tr_seed")),
+    "encoder": ("pages/encoder.py", {},
+                ("enc_layer", "enc_head", "enc_labels", "enc_neurons", "enc_window", "enc_tab")),
+    "tokenization": ("pages/tokenization.py", {}, ("tok_special", "tok_tab")),
+    "tokenization/lookup": ("pages/tokenization.py", {"tok_tab": "Tokens → vectors"},
+                            ("tok_dims", "tok_first", "tok_view", "tok_special")),
+    "tokenization/three tokenizers": ("pages/tokenization.py", {"tok_tab": "Three tokenizers"}, ("tok_vocab",)),
 }
 
 

@@ -55,6 +55,24 @@ def test_every_lesson_renders_the_default_text_without_an_exception(lesson):
     assert app.title, f"{lesson} shows no title"
 
 
+def test_a_pages_code_is_sent_only_once_its_expander_is_opened_and_is_the_packages_own_source():
+    import inspect
+
+    from anatomy import ablation, head_stats
+    from anatomy.ui import widgets
+
+    objects = (head_stats.head_statistics, head_stats.row_entropy, head_stats.attention_distance,
+               head_stats.average_pool, ablation.recombine_heads, ablation.ablate_heads,
+               ablation.layer_with_heads_scaled)                 # what pages/multihead.py shows
+    app = open_page("pages/multihead.py")
+    assert [expander.label for expander in app.expander] == [widgets.SOURCE_TITLE]
+    assert len(app.code) == 0                            # closed: no code sent, no highlighter to load
+    app.session_state[widgets.source_key(*objects)] = True
+    app.run()
+    assert_clean(app)
+    assert [block.value for block in app.code] == [inspect.getsource(obj).rstrip("\n") for obj in objects]
+
+
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_every_lesson_survives_empty_and_hostile_text(lesson):
     for name in ("whitespace", "markdown", "script"):
@@ -114,7 +132,8 @@ def tiny_gpt2_folder(tmp_path_factory):
 
 
 # The attention lesson's own toy examples need no model; its real-model source does.
-ENCODER_VIEWS = {"tokenization": {}, "attention": {"att_source": "model"}, "multihead": {}, "causal": {}, "encoder": {}}
+ENCODER_VIEWS = {"tokenization": {}, "attention": {"att_source": "model"}, "multihead": {},
+                 "causal": {"cm_tab": "No mask, padding, causal"}, "encoder": {}}
 
 
 @pytest.mark.parametrize("lesson", list(ENCODER_VIEWS))

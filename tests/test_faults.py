@@ -170,7 +170,8 @@ def test_out_of_memory_ends_that_page_with_a_message_and_the_next_run_works(monk
 
 
 @pytest.mark.parametrize("page, query", [
-    ("pages/tokenization.py", {}), ("pages/attention.py", {"att_source": "model"}), ("pages/causal.py", {}),
+    ("pages/tokenization.py", {"tok_tab": "Tokens → vectors"}), ("pages/attention.py", {"att_source": "model"}),
+    ("pages/causal.py", {"cm_tab": "One head on your text"}), ("pages/causal.py", {"cm_tab": "No mask, padding, causal"}),
     ("pages/encoder.py", {}), ("pages/multihead.py", {"mh_tab": "Two sentences"}),
 ])
 def test_every_lesson_that_runs_the_model_shows_the_out_of_memory_message(monkeypatch, page, query):

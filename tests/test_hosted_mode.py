@@ -180,7 +180,7 @@ def test_text_at_the_cap_runs_the_lesson(hosted):
 
 def test_a_second_sentence_over_the_cap_is_refused_by_the_loader_with_a_message(hosted):
     hosted.setenv(hosting.MAX_CHARACTERS_VARIABLE, "40")
-    app = open_page("pages/tokenization.py", text="short", query={"tok_pair": "y" * 41})
+    app = open_page("pages/tokenization.py", text="short", query={"tok_pair": "y" * 41, "tok_tab": "Tokens → vectors"})
     assert_clean(app)
     assert any("The second sentence is 41 characters" in item.value for item in app.error)
 
@@ -225,7 +225,7 @@ def test_ablations_and_every_lesson_leave_the_shared_models_weights_bit_for_bit_
                         ("pages/multihead.py", {"mh_tab": "Split and recombine"}),
                         ("pages/encoder.py", {"enc_tab": "Pre-LN vs post-LN"}),
                         ("pages/encoder.py", {"enc_tab": "Classification head"}),
-                        ("pages/causal.py", {"cm_pad": "3"})]:
+                        ("pages/causal.py", {"cm_tab": "No mask, padding, causal", "cm_pad": "3"})]:
         assert_clean(open_page(page, text="the heads are switched off here", query=query))
     assert loaders.shared_model_fingerprint() == before
     assert before == loaders.weights_fingerprint(embedded.model), "the served model is the checkpoint as on disk"

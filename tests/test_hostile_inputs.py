@@ -150,11 +150,12 @@ def test_hostile_text_in_a_toy_matrix_cell_is_refused_with_a_message_naming_the_
 
 
 @pytest.mark.parametrize("name", NUMBER_SELECTION)
-@pytest.mark.parametrize("page", list(NUMBER_PARAMETERS))
-def test_text_where_a_link_expects_numbers_falls_back_to_the_defaults(page, name):
+@pytest.mark.parametrize("view", list(NUMBER_PARAMETERS))
+def test_text_where_a_link_expects_numbers_falls_back_to_the_defaults(view, name):
     raw = NUMBER_TEXTS[name]
+    page, opening, parameters = NUMBER_PARAMETERS[view]
     with OutboundConnections() as outbound:
-        app = open_page(page, query={parameter: raw for parameter in NUMBER_PARAMETERS[page]})
+        app = open_page(page, query={**opening, **{parameter: raw for parameter in parameters}})
     assert problems_after(app, raw) == []
     assert not outbound.attempts
     assert app.title

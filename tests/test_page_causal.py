@@ -9,11 +9,20 @@ import pytest
 from anatomy import mask_demo, toy
 from anatomy.analysis import run_encoder
 from anatomy.masks import causal_mask
-from apptest_helpers import HOSTILE_TEXTS, all_markdown, assert_clean, chart, numbers, open_page, table_with
+from apptest_helpers import (
+    HOSTILE_TEXTS, all_markdown, assert_clean, chart, chart_keys, numbers, open_page, show_tab, table_with,
+)
 
 PAGE = "pages/causal.py"
 TEXT = "time flies like an arrow"  # [CLS] time flies like an arrow [SEP]: 7 tokens
 LONG_TEXT = " ".join(f"w{index}" for index in range(300))  # far more than the 512 tokens the model reads
+CHAPTER, REAL_HEAD, THREE_MASKS, TRAINED = (
+    "The chapter's example", "One head on your text", "No mask, padding, causal", "A trained decoder",
+)
+
+
+def open_tab(tab: str, text: str = TEXT, query: dict[str, str] | None = None):
+    return open_page(PAGE, text=text, query={"cm_tab": tab, **(query or {})})
 
 
 def named(spec: dict, name: str) -> list[dict]:
@@ -37,6 +46,30 @@ def default_app():
     return app
 
 
+@pytest.fixture(scope="module")
+def real_head_app():
+    app = open_tab(REAL_HEAD)
+    assert_clean(app)
+    return app
+
+
+@pytest.fixture(scope="module")
+def three_masks_app():
+    app = open_tab(THREE_MASKS)
+    assert_clean(app)
+    return app
+
+
+def test_the_page_opens_on_the_chapter_example_and_runs_only_the_open_tab(
+        default_app, real_head_app, three_masks_app):
+    assert default_app.session_state["cm_tab"] == CHAPTER
+    assert chart_keys(default_app) == ["cm_toy_steps"]
+    assert chart_keys(real_head_app) == ["cm_real_steps", "cm_real_weights"]
+    assert chart_keys(three_masks_app) == ["cm_compare"]
+    assert chart_keys(open_tab(TRAINED)) == ["cm_sorter_heads", "cm_sorter_next", "cm_sorter_step"]
+    assert open_tab("no such tab").session_state["cm_tab"] == CHAPTER
+
+
 def test_the_chapter_example_is_computed_first_row_one_then_zeros_rows_summing_to_one(default_app):
     weights = numbers(named(chart(default_app, "cm_toy_steps"), "weight")[0]["z"])
     assert weights[0].tolist() == [1.0, 0.0, 0.0, 0.0]
@@ -48,28 +81,28 @@ def test_the_chapter_example_is_computed_first_row_one_then_zeros_rows_summing_t
     assert "0.450, 0.550" in all_markdown(default_app)  # softmax(0.1, 0.3), not the notes' 0.2, 0.8
 
 
-def test_minus_infinity_is_written_in_every_masked_score_cell(default_app):
-    forbidden = named(chart(default_app, "cm_real_steps"), "forbidden")[1]  # panel 3: scores + mask
+def test_minus_infinity_is_written_in_every_masked_score_cell(real_head_app):
+    forbidden = named(chart(real_head_app, "cm_real_steps"), "forbidden")[1]  # panel 3: scores + mask
     counts = [row.count("−∞") for row in forbidden["text"]]
     assert counts == [6, 5, 4, 3, 2, 1, 0]
-    masked = numbers(named(chart(default_app, "cm_real_steps"), "score")[1]["z"])
+    masked = numbers(named(chart(real_head_app, "cm_real_steps"), "score")[1]["z"])
     assert np.isnan(masked[np.triu_indices(7, 1)]).all()
 
 
-def test_real_head_causal_weights_equal_anatomy_zero_above_the_diagonal_rows_sum_to_one(default_app, model_run):
+def test_real_head_causal_weights_equal_anatomy_zero_above_the_diagonal_rows_sum_to_one(real_head_app, model_run):
     expected = expected_causal(model_run, 0, 0)
-    shown = numbers(named(chart(default_app, "cm_real_weights"), "weight")[0]["z"])
+    shown = numbers(named(chart(real_head_app, "cm_real_weights"), "weight")[0]["z"])
     assert np.allclose(shown, expected, atol=1e-6)
     assert (shown[np.triu_indices(7, 1)] == 0.0).all()
-    real_table = [frame.value for frame in default_app.dataframe if frame.value.shape == (7, 8)][0]
+    real_table = [frame.value for frame in real_head_app.dataframe if frame.value.shape == (7, 8)][0]
     assert np.allclose(real_table.iloc[:, :7].to_numpy(), expected, atol=1e-6)
     assert (real_table.iloc[:, :7].to_numpy()[np.triu_indices(7, 1)] == 0.0).all()
     assert np.allclose(real_table["row sum"].to_numpy(), 1.0, atol=1e-6)
     assert real_table.index[1] == "1: time"
 
 
-def test_three_masks_no_mask_is_the_models_own_attention_and_padding_columns_get_zero(default_app, model_run):
-    spec = chart(default_app, "cm_compare")
+def test_three_masks_no_mask_is_the_models_own_attention_and_padding_columns_get_zero(three_masks_app, model_run):
+    spec = chart(three_masks_app, "cm_compare")
     no_mask, padded, causal = (numbers(trace["z"]) for trace in named(spec, "weight"))
     assert np.allclose(no_mask, model_run.attention_weights[0, 0].numpy(), atol=1e-6)
     assert padded.shape == (10, 10)                      # 7 tokens + the default 3 [PAD]
@@ -77,14 +110,14 @@ def test_three_masks_no_mask_is_the_models_own_attention_and_padding_columns_get
     assert (padded[:, 7:] == 0.0).all()
     assert np.allclose(padded[:7, :7], no_mask, atol=1e-5)
     assert (causal[np.triu_indices(7, 1)] == 0.0).all()
-    facts = table_with(default_app, "largest weight on a forbidden key")
+    facts = table_with(three_masks_app, "largest weight on a forbidden key")
     assert facts["largest weight on a forbidden key"].tolist() == [0.0, 0.0, 0.0]
     assert facts["forbidden (query, key) pairs"].tolist() == [0, 30, 21]  # 10 rows × 3 [PAD]; 6+5+…+1
-    assert default_app.query_params["cm_pad"] == "3"
+    assert three_masks_app.query_params["cm_pad"] == "3"
 
 
 def test_every_choice_redraws_the_figures(model_run):
-    app = open_page(PAGE, text=TEXT)
+    app = open_tab(REAL_HEAD)
     app.selectbox(key="cm_layer").set_value(3).run()
     app.selectbox(key="cm_head").set_value(7).run()
     assert_clean(app)
@@ -92,7 +125,7 @@ def test_every_choice_redraws_the_figures(model_run):
     assert np.allclose(shown, expected_causal(model_run, 3, 7), atol=1e-6)
     assert app.query_params["cm_layer"] == "3" and app.query_params["cm_head"] == "7"
 
-    app.number_input(key="cm_pad").set_value(5).run()
+    show_tab(app, "cm_tab", THREE_MASKS).number_input(key="cm_pad").set_value(5).run()
     app.toggle(key="cm_pad_causal").set_value(True).run()
     assert_clean(app)
     padded = numbers(named(chart(app, "cm_compare"), "weight")[1]["z"])
@@ -104,12 +137,14 @@ def test_every_choice_redraws_the_figures(model_run):
 
 def test_a_shared_link_restores_layer_head_and_padding(model_run):
     link = {"cm_layer": "2", "cm_head": "5", "cm_pad": "6", "cm_pad_causal": "true"}
-    app = open_page(PAGE, text=TEXT, query=link)
+    app = open_tab(REAL_HEAD, query=link)
     assert_clean(app)
     assert app.selectbox(key="cm_layer").value == 2 and app.selectbox(key="cm_head").value == 5
-    assert app.number_input(key="cm_pad").value == 6 and app.toggle(key="cm_pad_causal").value is True
     shown = numbers(named(chart(app, "cm_real_weights"), "weight")[0]["z"])
     assert np.allclose(shown, expected_causal(model_run, 2, 5), atol=1e-6)
+    app = open_tab(THREE_MASKS, query=link)
+    assert app.selectbox(key="cm_layer").value == 2 and app.selectbox(key="cm_head").value == 5
+    assert app.number_input(key="cm_pad").value == 6 and app.toggle(key="cm_pad_causal").value is True
     assert numbers(named(chart(app, "cm_compare"), "weight")[1]["z"]).shape == (13, 13)
 
 
@@ -121,7 +156,7 @@ def test_a_shared_link_restores_layer_head_and_padding(model_run):
     ],
 )
 def test_bad_link_values_fall_back_to_the_defaults(query):
-    app = open_page(PAGE, text=TEXT, query=query)
+    app = open_tab(THREE_MASKS, query=query)
     assert_clean(app)
     assert app.selectbox(key="cm_layer").value == 0 and app.selectbox(key="cm_head").value == 0
     assert app.number_input(key="cm_pad").value == 3 and app.toggle(key="cm_pad_causal").value is False
@@ -129,11 +164,13 @@ def test_bad_link_values_fall_back_to_the_defaults(query):
 
 
 def test_a_long_text_is_shown_through_a_48_token_window_with_the_whole_matrix_one_click_away(embedded):
-    app = open_page(PAGE, text=LONG_TEXT, query={"cm_window_start": "100"})
+    app = open_tab(REAL_HEAD, text=LONG_TEXT, query={"cm_window_start": "100"})
     assert_clean(app)
     assert app.slider(key="cm_window_start").value == 100
     warnings = " ".join(warning.value for warning in app.warning)
-    assert "at most 512" in warnings and "no [PAD] token fits" in warnings  # truncated, so no room for padding
+    assert "at most 512" in warnings
+    padding = " ".join(warning.value for warning in open_tab(THREE_MASKS, text=LONG_TEXT).warning)
+    assert "no [PAD] token fits" in padding  # truncated, so no room for padding
     weights = named(chart(app, "cm_real_weights"), "weight")[0]
     assert weights["y"][0].startswith("100 ") and len(weights["y"]) == 48
     real_table = [frame.value for frame in app.dataframe if frame.value.shape == (48, 49)][0]
@@ -153,20 +190,21 @@ def test_a_long_text_is_shown_through_a_48_token_window_with_the_whole_matrix_on
     assert np.allclose(overview, full, atol=1e-6)
 
 
-def test_without_text_the_page_explains_what_to_type_and_still_shows_the_chapter_example():
-    app = open_page(PAGE, text="")
-    assert_clean(app)
-    assert any("Text to study" in info.value for info in app.info)
-    # No head of the sidebar's model is drawn; the sorter below reads its own word, not the sidebar's text.
-    assert [element.proto.id.split("-")[-1] for element in app.get("plotly_chart")] == [
-        "cm_toy_steps", "cm_sorter_heads", "cm_sorter_next", "cm_sorter_step"
-    ]
+def test_without_text_the_real_head_tabs_explain_what_to_type_and_the_others_still_draw():
+    for tab in (REAL_HEAD, THREE_MASKS):
+        app = open_tab(tab, text="")
+        assert_clean(app)
+        assert any("Text to study" in info.value for info in app.info)
+        assert chart_keys(app) == []
+    # The chapter's example and the sorter read their own inputs, not the sidebar's text.
+    assert chart_keys(open_tab(CHAPTER, text="")) == ["cm_toy_steps"]
+    assert chart_keys(open_tab(TRAINED, text="")) == ["cm_sorter_heads", "cm_sorter_next", "cm_sorter_step"]
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE_TEXTS))
 def test_hostile_text_is_never_rendered_and_never_crashes(name):
     text = HOSTILE_TEXTS[name]
-    app = open_page(PAGE, text=text)
+    app = open_tab(REAL_HEAD, text=text)
     assert_clean(app)
     if text.strip():
         assert text.strip() not in all_markdown(app)

@@ -14,12 +14,19 @@ from anatomy import decoding
 from anatomy.recipes import RECIPES
 from anatomy.ui.decoder_sections import MAX_WORD_CHARACTERS
 from anatomy.ui.widgets import escape_markdown
-from apptest_helpers import HOSTILE_TEXTS, all_markdown, assert_clean, chart, chart_keys, numbers, open_page
+from apptest_helpers import (
+    HOSTILE_TEXTS, all_markdown, assert_clean, chart, chart_keys, numbers, open_page, show_tab,
+)
 from test_decoding import GPT2_POSITIONS, GPT2_TEXT, save_tiny_gpt2
 
 PAGE = "pages/causal.py"
 SORTER_CHARTS = ["cm_sorter_heads", "cm_sorter_next", "cm_sorter_step"]
 CHEATER_CHARTS = ["cm_cheater_heads", "cm_cheater_losses"]
+REAL_HEAD, THREE_MASKS, TRAINED = "One head on your text", "No mask, padding, causal", "A trained decoder"
+
+
+def open_tab(tab: str, text: str | None = None, query: dict[str, str] | None = None):
+    return open_page(PAGE, text=text, query={"cm_tab": tab, **(query or {})})
 
 
 def frames_with(app, column: str) -> list:
@@ -52,7 +59,7 @@ def walk(shipped, name: str, word: str) -> decoding.SortingWalkthrough:
 
 @pytest.fixture(scope="module")
 def default_app():
-    app = open_page(PAGE)
+    app = open_tab(TRAINED)
     assert_clean(app)
     return app
 
@@ -96,7 +103,7 @@ def test_every_layer_and_head_of_the_sorter_is_drawn_on_one_scale_with_nothing_a
 
 def test_the_next_token_heatmap_and_the_step_slider_show_the_probabilities_of_each_step(shipped):
     expected = walk(shipped, "sorter", "banana").generation
-    app = open_page(PAGE, query={"cm_step": "3"})
+    app = open_tab(TRAINED, query={"cm_step": "3"})
     assert_clean(app)
     heatmap = chart(app, "cm_sorter_next")["data"][0]
     assert np.allclose(numbers(heatmap["z"]), expected.step_probabilities.numpy(), atol=1e-6)
@@ -116,7 +123,7 @@ def test_the_next_token_heatmap_and_the_step_slider_show_the_probabilities_of_ea
 
 
 def test_another_word_in_the_link_is_sorted_and_its_steps_renumbered(shipped):
-    app = open_page(PAGE, query={"cm_word": "zebra", "cm_step": "9"})   # 6 steps: step 9 falls back to 0
+    app = open_tab(TRAINED, query={"cm_word": "zebra", "cm_step": "9"})   # 6 steps: step 9 falls back to 0
     assert_clean(app)
     assert app.text_input(key="cm_word").value == "zebra"
     assert "wrote **aberz**" in app.success[0].value
@@ -132,7 +139,7 @@ def test_another_word_in_the_link_is_sorted_and_its_steps_renumbered(shipped):
 
 
 def test_capitals_and_surrounding_spaces_are_forgiven_and_the_page_says_so():
-    app = open_page(PAGE, query={"cm_word": " BaNaNa "})
+    app = open_tab(TRAINED, query={"cm_word": " BaNaNa "})
     assert_clean(app)
     assert app.text_input(key="cm_word").value == " BaNaNa "                # the entry stays as typed
     assert "reads **banana** (spaces around it dropped, capitals lowercased)" in sorter_texts(app)
@@ -143,7 +150,7 @@ def test_capitals_and_surrounding_spaces_are_forgiven_and_the_page_says_so():
 
 @pytest.fixture(scope="module")
 def cheater_app():
-    app = open_page(PAGE, query={"cm_cheater": "true"})
+    app = open_tab(TRAINED, query={"cm_cheater": "true"})
     assert_clean(app)
     return app
 
@@ -206,13 +213,13 @@ def test_the_teacher_forced_losses_of_both_models_are_computed_live_on_the_word(
     ("été", "only the letters abcdefghijklmnopqrstuvwxyz are known (not é)"),
 ])
 def test_a_word_the_sorter_cannot_read_gets_the_tasks_reason_and_stays_in_its_box(entry, reason):
-    app = open_page(PAGE, query={"cm_word": entry})
+    app = open_tab(TRAINED, query={"cm_word": entry})
     assert_clean(app)
     assert app.text_input(key="cm_word").value == entry
     shown = escape_markdown(reason)                                   # shown literally, never as markdown
     assert any(shown in error.value for error in app.error), [error.value for error in app.error]
     assert not set(SORTER_CHARTS) & set(chart_keys(app))
-    assert "cm_toy_steps" in chart_keys(app)                          # the rest of the lesson still runs
+    assert "The code this page runs" in [expander.label for expander in app.expander]  # the page goes on
 
 
 def test_an_empty_word_asks_for_one(default_app):
@@ -225,7 +232,7 @@ def test_an_empty_word_asks_for_one(default_app):
 
 
 def test_hostile_entries_in_the_word_field_are_never_rendered_and_never_crash():
-    app = open_page(PAGE)
+    app = open_tab(TRAINED)
     for name, typed in HOSTILE_TEXTS.items():
         app.text_input(key="cm_word").set_value(typed).run()
         assert_clean(app)
@@ -240,7 +247,7 @@ def test_hostile_entries_in_the_word_field_are_never_rendered_and_never_crash():
 
 
 def test_invisible_characters_are_spelled_out_in_the_message():
-    app = open_page(PAGE, query={"cm_word": "ab\u202ec"})                   # a right-to-left override
+    app = open_tab(TRAINED, query={"cm_word": "ab\u202ec"})                   # a right-to-left override
     assert_clean(app)
     (message,) = [error.value for error in app.error]
     assert escape_markdown("(not U+202E)") in message and "\u202e" not in message
@@ -251,7 +258,7 @@ def test_invisible_characters_are_spelled_out_in_the_message():
     {"cm_word": "banana", "cm_cheater": "", "cm_step": "abc"},
 ])
 def test_bad_link_values_fall_back_to_the_defaults(link):
-    app = open_page(PAGE, query=link)
+    app = open_tab(TRAINED, query=link)
     assert_clean(app)
     assert app.text_input(key="cm_word").value == "banana"
     assert app.toggle(key="cm_cheater").value is False
@@ -283,7 +290,7 @@ def reference_outputs(reference_gpt2, text: str):
 def test_a_gpt2_from_the_sidebar_shows_its_bpe_tokens_its_own_causal_heads_and_its_next_tokens(
     gpt2_folder, reference_gpt2
 ):
-    app = open_page(PAGE, text=GPT2_TEXT, query={"model": str(gpt2_folder), "cm_layer": "1", "cm_head": "1",
+    app = open_tab(REAL_HEAD, text=GPT2_TEXT, query={"model": str(gpt2_folder), "cm_layer": "1", "cm_head": "1",
                                                  "cm_top_k": "15"})
     assert_clean(app)
     tokens, expected = reference_outputs(reference_gpt2, GPT2_TEXT)
@@ -308,18 +315,19 @@ def test_a_gpt2_from_the_sidebar_shows_its_bpe_tokens_its_own_causal_heads_and_i
     assert candidates["id"].tolist() == softmax.topk(15).indices.tolist()
     assert candidates.index.tolist() == list(range(1, 16))
 
-    assert any("needs an encoder" in info.value for info in app.info)    # the encoder part explains itself
-    assert "cm_compare" not in chart_keys(app)
-    assert set(SORTER_CHARTS) <= set(chart_keys(app))                    # the sorter still runs below
-
     app.slider(key="cm_top_k").set_value(5).run()
     assert_clean(app)
     assert len(chart(app, "cm_lm_next")["data"][0]["y"]) == 5 and app.query_params["cm_top_k"] == "5"
 
+    show_tab(app, "cm_tab", THREE_MASKS)                                 # the encoder part explains itself
+    assert_clean(app)
+    assert any("needs an encoder" in info.value for info in app.info) and chart_keys(app) == []
+    assert chart_keys(show_tab(app, "cm_tab", TRAINED)) == SORTER_CHARTS  # the sorter still runs
+
 
 def test_a_long_text_is_cut_to_the_gpt2s_positions_with_a_notice(gpt2_folder, reference_gpt2):
     long_text = GPT2_TEXT * 10
-    app = open_page(PAGE, text=long_text, query={"model": str(gpt2_folder), "cm_top_k": "99"})
+    app = open_tab(REAL_HEAD, text=long_text, query={"model": str(gpt2_folder), "cm_top_k": "99"})
     assert_clean(app)
     assert any(f"the model reads at most {GPT2_POSITIONS}" in warning.value for warning in app.warning)
     assert len(frame(app, "stands for")) == GPT2_POSITIONS
@@ -336,7 +344,7 @@ def test_a_long_text_is_cut_to_the_gpt2s_positions_with_a_notice(gpt2_folder, re
 @pytest.mark.parametrize("name", sorted(HOSTILE_TEXTS))
 def test_hostile_sidebar_text_through_the_gpt2_is_never_rendered_and_never_crashes(gpt2_folder, name):
     text = HOSTILE_TEXTS[name]
-    app = open_page(PAGE, text=text, query={"model": str(gpt2_folder)})
+    app = open_tab(REAL_HEAD, text=text, query={"model": str(gpt2_folder)})
     assert_clean(app)
     if not text.strip():
         assert any("Text to study" in info.value for info in app.info)
@@ -348,10 +356,11 @@ def test_hostile_sidebar_text_through_the_gpt2_is_never_rendered_and_never_crash
 
 
 def test_a_model_with_no_tokenizer_in_the_sidebar_is_explained_and_the_sorter_still_runs():
-    app = open_page(PAGE, query={"model": str(RECIPES["sorter"].folder)})
+    app = open_tab(REAL_HEAD, query={"model": str(RECIPES["sorter"].folder)})
     assert_clean(app)
     assert any("the chosen model is neither" in info.value for info in app.info)
-    assert chart_keys(app) == ["cm_toy_steps"] + SORTER_CHARTS
+    assert chart_keys(app) == []
+    assert chart_keys(show_tab(app, "cm_tab", TRAINED)) == SORTER_CHARTS
 
 
 def test_the_shared_sorter_and_cheater_are_bit_for_bit_unchanged_by_the_page(shipped):
@@ -359,7 +368,7 @@ def test_the_shared_sorter_and_cheater_are_bit_for_bit_unchanged_by_the_page(shi
 
     folders = [str(RECIPES[name].folder) for name in ("sorter", "sorter-cheater")]
     before = [loaders.weights_fingerprint(loaders.get_model(folder).model) for folder in folders]
-    app = open_page(PAGE, query={"cm_cheater": "true", "cm_word": "quartz"})
+    app = open_tab(TRAINED, query={"cm_cheater": "true", "cm_word": "quartz"})
     app.text_input(key="cm_word").set_value("mississi").run()
     assert_clean(app)
     after = [loaders.weights_fingerprint(loaders.get_model(folder).model) for folder in folders]
@@ -380,7 +389,7 @@ def test_a_gpt2_running_out_of_memory_ends_that_page_with_a_message_and_the_next
         return real(model, tokenizer, text, max_tokens)
 
     monkeypatch.setattr(decoding, "read_text", read)
-    app = open_page(PAGE, text=doomed, query={"model": str(gpt2_folder)})
+    app = open_tab(REAL_HEAD, text=doomed, query={"model": str(gpt2_folder)})
     assert_clean(app)
     assert any("ran out of memory" in item.value and f"{len(doomed)} characters" in item.value
                for item in app.error)

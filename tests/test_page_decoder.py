@@ -13,12 +13,13 @@ from anatomy.config import parameter_count
 from anatomy.recipes import RECIPES
 from anatomy.seq2seq_lesson import reverse_word
 from apptest_helpers import (
-    HOSTILE_TEXTS, all_markdown, assert_clean, chart, chart_keys, numbers, open_page, table_with,
+    HOSTILE_TEXTS, all_markdown, assert_clean, chart, chart_keys, numbers, open_page, show_tab, table_with,
 )
 
 PAGE = "pages/decoder.py"
 KEY = "dec_word"
 CHARTS = ["dec_encoder_chart", "dec_decoder_chart", "dec_cross_chart", "dec_distribution_chart"]
+ATTENTIONS, GENERATION, FAMILIES = "Three attentions", "Writing the answer", "Three families"
 
 
 def head_grids(spec: dict) -> list[np.ndarray]:
@@ -30,6 +31,10 @@ def reverser():
     return anatomy.load_pretrained(str(RECIPES["reverser"].folder), device="cpu")
 
 
+def open_tab(tab: str, query: dict[str, str] | None = None):
+    return open_page(PAGE, query={"dec_tab": tab, **(query or {})})
+
+
 @pytest.fixture(scope="module")
 def default_app():
     app = open_page(PAGE)
@@ -37,11 +42,25 @@ def default_app():
     return app
 
 
-def test_the_default_view_reverses_decoder_and_draws_every_figure(default_app):
+@pytest.fixture(scope="module")
+def generation_app():
+    app = open_tab(GENERATION)
+    assert_clean(app)
+    return app
+
+
+def test_the_default_view_reverses_decoder_and_draws_its_three_attentions(default_app):
     assert default_app.text_input(key=KEY).value == "decoder"
-    assert chart_keys(default_app) == [*CHARTS, "dec_family_masks_chart"]
+    assert default_app.session_state["dec_tab"] == ATTENTIONS
+    assert chart_keys(default_app) == CHARTS[:3]
     assert not default_app.warning and not default_app.error
-    assert any("redoced" in item.value for item in default_app.success)
+
+
+def test_each_tab_draws_only_its_own_figures(generation_app):
+    assert chart_keys(generation_app) == ["dec_distribution_chart"]
+    assert any("redoced" in item.value for item in generation_app.success)
+    assert chart_keys(open_tab(FAMILIES)) == ["dec_family_masks_chart"]
+    assert open_tab("no such tab").session_state["dec_tab"] == ATTENTIONS
 
 
 def test_the_three_attentions_on_screen_are_the_ones_anatomy_computes(default_app, reverser):
@@ -68,21 +87,21 @@ def test_the_outlined_cells_are_the_anti_diagonal_and_the_text_counts_them(defau
     assert "0.988 in head 0, 0.958 in head 1" in text                              # mean weight on the mirror
 
 
-def test_the_steps_table_is_greedy_generation_as_task_predict_writes_it(default_app, reverser):
-    steps = table_with(default_app, "writes")
+def test_the_steps_table_is_greedy_generation_as_task_predict_writes_it(generation_app, reverser):
+    steps = table_with(generation_app, "writes")
     assert steps["writes"].tolist() == ["r", "e", "d", "o", "c", "e", "d", "<eos>"]
     assert "".join(steps["writes"].tolist()[:-1]) == reverser.task.predict(reverser.model, ["decoder"])[0]
     lesson = reverse_word(reverser.model, reverser.task, "decoder")
     assert np.allclose(steps["probability"].to_numpy(), [step.probability for step in lesson.steps], atol=1e-9)
     assert steps["head 0 reads most"].tolist() == ["6 r", "5 e", "4 d", "3 o", "2 c", "1 e", "0 d", "0 d"]
     assert steps["decoder input"].tolist()[2] == "<bos> r e"
-    distribution = head_grids(chart(default_app, "dec_distribution_chart"))[0]
+    distribution = head_grids(chart(generation_app, "dec_distribution_chart"))[0]
     assert distribution.shape == (8, 30)
     assert np.allclose(distribution.max(axis=1), steps["probability"].to_numpy(), atol=1e-6)
 
 
-def test_the_family_table_counts_are_parameter_count_of_each_config(default_app):
-    frame = table_with(default_app, "parameters (from the config)")
+def test_the_family_table_counts_are_parameter_count_of_each_config():
+    frame = table_with(open_tab(FAMILIES), "parameters (from the config)")
     configs = families.model_configs()
     assert frame["model"].tolist() == list(configs)
     expected = [parameter_count(config) for _, config in configs.values()]
@@ -98,6 +117,7 @@ def test_another_word_from_the_link(reverser):
     assert [weights.shape for weights in cross] == [(6, 5), (6, 5)]
     lesson = reverse_word(reverser.model, reverser.task, "hello")
     assert np.allclose(cross[1], lesson.cross_attention[1].numpy(), atol=1e-6)
+    show_tab(app, "dec_tab", GENERATION)
     assert table_with(app, "writes")["writes"].tolist() == ["o", "l", "l", "e", "h", "<eos>"]
     assert any("olleh" in item.value for item in app.success)
 
@@ -113,7 +133,7 @@ def test_a_link_value_the_reverser_cannot_read_falls_back_to_the_default(linked)
 
 
 def test_a_typed_word_is_written_into_the_link_and_capitals_are_lowercased_with_a_note():
-    app = open_page(PAGE)
+    app = open_tab(GENERATION)
     app.text_input(key=KEY).set_value("ReVerse").run()
     assert_clean(app)
     assert app.query_params[KEY] == "ReVerse" and app.text_input(key=KEY).value == "ReVerse"
@@ -133,7 +153,9 @@ def test_a_bad_entry_gets_a_message_stays_in_its_box_and_is_never_rendered(name)
     assert_clean(app)
     assert app.text_input(key=KEY).value == entry
     assert len(app.warning) == 1
-    assert chart_keys(app) == ["dec_family_masks_chart"]                # no word, no word figures
+    assert chart_keys(app) == [] and any("a word it can read" in item.value for item in app.info)  # no word
+    assert chart_keys(show_tab(app, "dec_tab", FAMILIES)) == ["dec_family_masks_chart"]  # the rest still runs
+    assert app.text_input(key=KEY).value == entry
     markdown = all_markdown(app)
     if name in HOSTILE_TEXTS and entry.strip():
         assert entry.strip() not in markdown

@@ -13,9 +13,16 @@ from anatomy.analysis import tokenize
 from anatomy.position_analysis import describe_encoding, offset_profile, similarity_matrix
 from anatomy.positional import sinusoidal_positional_encoding
 from anatomy.ui.sidebar import DEFAULT_TEXT
-from tests.apptest_helpers import HOSTILE_TEXTS, all_markdown, assert_clean, open_page, plotly_figures
+from tests.apptest_helpers import HOSTILE_TEXTS, all_markdown, assert_clean, open_page, plotly_figures, show_tab
 
 PAGE = "pages/positional.py"
+CURVES, TABLE, SIMILARITY, PROPERTIES = (
+    "Formula and curves", "The whole table", "Similarity between positions", "Bounded, unique, deterministic",
+)
+
+
+def open_tab(tab: str, query: dict[str, str] | None = None, text: str | None = None):
+    return open_page(PAGE, text=text, query={"pos_tab": tab, **(query or {})})
 
 
 def as_numbers(array) -> np.ndarray:
@@ -45,8 +52,26 @@ def learned_weight(embedded, positions: int) -> np.ndarray:
     return embedded.model.embeddings.position.weight[:positions].numpy()
 
 
-def test_default_view_draws_the_paper_encoding_beside_the_models_learned_table(embedded):
+def test_the_page_opens_on_the_formula_and_its_curves_alone():
     app = open_page(PAGE)
+    assert_clean(app)
+    assert app.session_state["pos_tab"] == CURVES
+    assert any(r"\omega_k = \text{base}^{-k/d}" in formula.value for formula in app.latex)
+    assert [figure["layout"]["title"]["text"] for figure in plotly_figures(app)] == [
+        "Sinusoidal encoding, d = 384, base = 10000"]
+    assert open_tab("no such tab").session_state["pos_tab"] == CURVES
+
+
+@pytest.mark.parametrize("tab, charts", [(CURVES, 1), (TABLE, 2), (SIMILARITY, 4), (PROPERTIES, 0)])
+def test_only_the_open_tab_is_drawn(tab, charts):
+    app = open_tab(tab)
+    assert_clean(app)
+    assert len(plotly_figures(app)) == charts
+    assert (len(app.dataframe) == 1) == (tab == PROPERTIES)
+
+
+def test_the_whole_table_tab_draws_the_paper_encoding_beside_the_models_learned_table(embedded):
+    app = open_tab(TABLE)
     assert_clean(app)
     assert app.number_input(key="pos_d").value == 384            # the model's own width
     assert app.number_input(key="pos_base").value == 10_000.0
@@ -54,7 +79,6 @@ def test_default_view_draws_the_paper_encoding_beside_the_models_learned_table(e
     sinusoidal = sinusoidal_positional_encoding(64, 384)
     np.testing.assert_array_equal(table_values(app, "Sinusoidal: 64 positions × 384 "), sinusoidal.numpy())
     np.testing.assert_array_equal(table_values(app, "Learned"), learned_weight(embedded, 64))
-    assert any(r"\omega_k = \text{base}^{-k/d}" in formula.value for formula in app.latex)
     assert "BERT-family models" in all_markdown(app) and "**learn**" in all_markdown(app)
 
 
@@ -73,7 +97,7 @@ def test_default_curves_follow_the_encodings_columns_and_shade_the_texts_positio
 
 
 def test_similarity_and_properties_shown_equal_what_anatomy_computes(embedded):
-    app = open_page(PAGE)
+    app = open_tab(SIMILARITY)
     tables = {"sinusoidal": sinusoidal_positional_encoding(64, 384),
               "learned": torch.tensor(learned_weight(embedded, 64))}
     assert app.slider(key="pos_p").value == 32 and app.radio(key="pos_measure").value == "cosine"
@@ -82,7 +106,7 @@ def test_similarity_and_properties_shown_equal_what_anatomy_computes(embedded):
         assert trace["name"] == name
         np.testing.assert_allclose(as_numbers(trace["y"]), similarity_matrix(table)[32].numpy(),
                                    rtol=1e-5, atol=1e-6)
-    properties = app.dataframe[0].value
+    properties = show_tab(app, "pos_tab", PROPERTIES).dataframe[0].value
     for name, table in tables.items():
         expected = describe_encoding(table)
         assert properties.loc[name, "largest |value|"] == pytest.approx(expected.largest_magnitude)
@@ -107,16 +131,17 @@ def test_width_base_positions_and_dimensions_redraw_the_encoding(embedded):
     app.number_input(key="pos_base").set_value(100.0)
     app.run()
     assert_clean(app)
-    np.testing.assert_array_equal(table_values(app, "Sinusoidal: 64 positions × 16 "),
-                                  sinusoidal_positional_encoding(64, 16, 100.0).numpy())
     assert app.multiselect(key="pos_dims").value == [0, 1]         # 48, 96 and 192 no longer exist
     assert (app.query_params["pos_d"], app.query_params["pos_base"]) == ("16", "100")
+    show_tab(app, "pos_tab", TABLE)
+    np.testing.assert_array_equal(table_values(app, "Sinusoidal: 64 positions × 16 "),
+                                  sinusoidal_positional_encoding(64, 16, 100.0).numpy())
 
     app.slider(key="pos_n").set_value(16).run()
-    assert app.slider(key="pos_p").value == 15                     # p = 32 no longer exists: the last one
     np.testing.assert_array_equal(table_values(app, "Learned"), learned_weight(embedded, 16))
+    assert show_tab(app, "pos_tab", SIMILARITY).slider(key="pos_p").value == 15  # p = 32 is gone: the last one
 
-    app.multiselect(key="pos_dims").set_value([3, 7]).run()
+    show_tab(app, "pos_tab", CURVES).multiselect(key="pos_dims").set_value([3, 7]).run()
     curves = figure_titled(app, "Sinusoidal encoding, d = 16, base = 100")
     assert [trace["name"] for trace in curves["data"]] == ["i = 3 (cos)", "i = 7 (cos)"]
     np.testing.assert_array_equal(as_numbers(curves["data"][1]["y"]),
@@ -125,7 +150,7 @@ def test_width_base_positions_and_dimensions_redraw_the_encoding(embedded):
 
 
 def test_position_and_measure_redraw_the_similarity():
-    app = open_page(PAGE)
+    app = open_tab(SIMILARITY)
     app.slider(key="pos_p").set_value(5)
     app.radio(key="pos_measure").set_value("dot")
     app.run()
@@ -146,10 +171,12 @@ def test_a_link_restores_every_choice():
     assert_clean(app)
     assert not app.warning
     assert app.number_input(key="pos_d").value == 8 and app.number_input(key="pos_base").value == 100.0
-    assert app.slider(key="pos_n").value == 16 and app.slider(key="pos_p").value == 3
-    assert app.radio(key="pos_measure").value == "dot" and app.multiselect(key="pos_dims").value == [0, 5]
+    assert app.slider(key="pos_n").value == 16 and app.multiselect(key="pos_dims").value == [0, 5]
     encoding = sinusoidal_positional_encoding(16, 8, 100.0)
-    np.testing.assert_array_equal(table_values(app, "Sinusoidal: 16 positions × 8 "), encoding.numpy())
+    np.testing.assert_array_equal(table_values(open_tab(TABLE, query), "Sinusoidal: 16 positions × 8 "),
+                                  encoding.numpy())
+    app = open_tab(SIMILARITY, query)
+    assert app.slider(key="pos_p").value == 3 and app.radio(key="pos_measure").value == "dot"
     row = figure_titled(app, "Dot product of position 3")
     np.testing.assert_allclose(as_numbers(row["data"][0]["y"]), similarity_matrix(encoding, "dot")[3].numpy(),
                                rtol=1e-5)
@@ -169,9 +196,10 @@ def test_unusable_link_values_fall_back_to_the_defaults_with_a_note(query):
     assert_clean(app)
     assert len(app.warning) == 6 and all("default" in warning.value for warning in app.warning)
     assert app.number_input(key="pos_d").value == 384 and app.number_input(key="pos_base").value == 10_000.0
-    assert app.slider(key="pos_n").value == 64 and app.slider(key="pos_p").value == 32
-    assert app.radio(key="pos_measure").value == "cosine"
-    np.testing.assert_array_equal(table_values(app, "Sinusoidal: 64 positions × 384 "),
+    assert app.slider(key="pos_n").value == 64
+    app = open_tab(SIMILARITY, query)
+    assert app.slider(key="pos_p").value == 32 and app.radio(key="pos_measure").value == "cosine"
+    np.testing.assert_array_equal(table_values(open_tab(TABLE, query), "Sinusoidal: 64 positions × 384 "),
                                   sinusoidal_positional_encoding(64, 384).numpy())
 
 
@@ -192,7 +220,7 @@ def test_bad_numbers_typed_in_are_explained_and_kept_until_fixed():
     app.number_input(key="pos_d").set_value(2).run()
     assert_clean(app)
     assert not app.error
-    np.testing.assert_array_equal(table_values(app, "Sinusoidal: 64 positions × 2 "),
+    np.testing.assert_array_equal(table_values(show_tab(app, "pos_tab", TABLE), "Sinusoidal: 64 positions × 2 "),
                                   sinusoidal_positional_encoding(64, 2).numpy())
 
 
@@ -210,4 +238,5 @@ def test_hostile_text_only_changes_the_token_count(name, embedded):
                           "the curves below shade them."]
     else:
         assert counts == []                                          # no text, no positions used
-    assert len(plotly_figures(app)) == 7
+    assert len(plotly_figures(app)) == 1
+    assert len(plotly_figures(show_tab(app, "pos_tab", SIMILARITY))) == 4

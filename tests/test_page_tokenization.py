@@ -9,10 +9,11 @@ import pytest
 
 from anatomy.analysis import run_encoder
 from anatomy.tokenizer_zoo import split_with, train_bpe, train_unigram
-from tests.apptest_helpers import HOSTILE_TEXTS, all_markdown, assert_clean, open_page, plotly_figures
+from tests.apptest_helpers import HOSTILE_TEXTS, all_markdown, assert_clean, chart_keys, open_page, plotly_figures
 
 PAGE = "pages/tokenization.py"
 TEXT = "Tokenization isn't magic 🤖"
+TOKENS_TAB, LOOKUP_TAB, ZOO_TAB = "Text → tokens", "Tokens → vectors", "Three tokenizers"
 
 
 def array(value) -> np.ndarray:
@@ -41,12 +42,41 @@ def metric(app, label: str) -> str:
     return next(item.value for item in app.metric if item.label == label)
 
 
+def open_tab(tab: str, text: str, query: dict[str, str] | None = None):
+    return open_page(PAGE, text=text, query={"tok_tab": tab, **(query or {})})
+
+
 @pytest.fixture(scope="module")
 def opened():
     """The page on TEXT with every choice at its default (read only: tests must not change widgets)."""
     app = open_page(PAGE, text=TEXT)
     assert_clean(app)
     return app
+
+
+@pytest.fixture(scope="module")
+def looked_up():
+    """The second tab, the embedding lookup, on TEXT (read only)."""
+    app = open_tab(LOOKUP_TAB, TEXT)
+    assert_clean(app)
+    return app
+
+
+@pytest.fixture(scope="module")
+def compared():
+    """The third tab, three tokenizers side by side, on TEXT (read only)."""
+    app = open_tab(ZOO_TAB, TEXT)
+    assert_clean(app)
+    return app
+
+
+def test_only_the_open_tab_is_drawn_and_the_link_names_it(opened, looked_up, compared):
+    assert chart_keys(opened) == ["highlight"]
+    assert chart_keys(looked_up) == ["embedding"]
+    assert chart_keys(compared) == []
+    assert any(frame.value.columns[0] == "WordPiece" for frame in compared.dataframe)
+    assert not any("tensor" in frame.value.columns for frame in [*opened.dataframe, *compared.dataframe])
+    assert open_tab("Not a tab", TEXT).session_state["tok_tab"] == TOKENS_TAB
 
 
 def test_the_table_shows_the_tokenizers_own_tokens_and_ids(opened, embedded):
@@ -76,8 +106,8 @@ def test_the_highlight_colours_the_emoji_as_unknown(opened):
     assert codes[0, TEXT.index("🤖")] == 5
 
 
-def test_the_heatmap_rows_are_the_rows_of_the_embedding_table_for_the_ids(opened, embedded):
-    figure = embedding_figure(opened)
+def test_the_heatmap_rows_are_the_rows_of_the_embedding_table_for_the_ids(looked_up, embedded):
+    figure = embedding_figure(looked_up)
     run = run_encoder(embedded.model, embedded.tokenizer, TEXT)
     shown = array(figure["data"][0]["z"])
     ids = list(run.tokenized.input_ids)
@@ -87,21 +117,21 @@ def test_the_heatmap_rows_are_the_rows_of_the_embedding_table_for_the_ids(opened
     assert figure["data"][0]["y"][7] == "#7 [UNK] (100)"
 
 
-def test_the_shapes_are_batch_tokens_width_from_the_trace(opened):
-    shapes = table_with(opened, "tensor")
+def test_the_shapes_are_batch_tokens_width_from_the_trace(looked_up):
+    shapes = table_with(looked_up, "tensor")
     assert list(shapes["tensor"]) == ["token", "position", "token_type", "summed", "output"]
     assert set(shapes["shape [batch, tokens, width]"]) == {"[1, 9, 384]"}
 
 
-def test_three_tokenizers_split_the_same_text_side_by_side(opened, embedded):
-    side_by_side = table_with(opened, "Unigram")
+def test_three_tokenizers_split_the_same_text_side_by_side(compared, embedded):
+    side_by_side = table_with(compared, "Unigram")
     bpe, unigram = split_with(train_bpe(400), TEXT, "BPE"), split_with(train_unigram(400), TEXT, "Unigram")
     assert list(side_by_side.columns) == ["WordPiece", "BPE", "Unigram"]
     assert list(side_by_side["WordPiece"].dropna()) == embedded.tokenizer.tokenize(TEXT)
     assert tuple(side_by_side["BPE"].dropna()) == bpe.tokens
     assert tuple(side_by_side["Unigram"].dropna()) == unigram.tokens
-    assert metric(opened, "WordPiece, 30,522 pieces") == "7 tokens"
-    assert metric(opened, "BPE, 400 pieces") == f"{len(bpe)} tokens"
+    assert metric(compared, "WordPiece, 30,522 pieces") == "7 tokens"
+    assert metric(compared, "BPE, 400 pieces") == f"{len(bpe)} tokens"
 
 
 def test_switching_special_tokens_off_removes_cls_and_sep(embedded):
@@ -125,21 +155,24 @@ def test_a_second_sentence_gets_token_type_one(embedded):
     assert list(table["characters"])[4:7] == ["Does", "it", "?"]
     assert plotly_figures(app)[0]["layout"]["yaxis"]["ticktext"] == ["A 0", "", "B 0"]
     assert app.query_params["tok_pair"] == "Does it?"
-    shapes = table_with(app, "tensor")
+    app.session_state["tok_tab"] = LOOKUP_TAB
+    shapes = table_with(app.run(), "tensor")
     assert set(shapes["shape [batch, tokens, width]"]) == {"[1, 8, 384]"}
 
 
-def test_the_link_restores_pair_toggle_view_dims_and_vocabulary(embedded):
+def test_the_link_restores_tab_pair_toggle_view_dims_and_vocabulary(embedded):
     query = {"tok_pair": "Why?", "tok_special": "off", "tok_view": "position", "tok_dims": "24", "tok_vocab": "300"}
     app = open_page(PAGE, text="time flies", query=query)
     assert_clean(app)
     assert app.text_input(key="tok_pair").value == "Why?"
     assert app.toggle(key="tok_special").value is False
     assert list(tokens_table(app)["type id"]) == [0, 0, 1, 1]
+    app = open_tab(LOOKUP_TAB, "time flies", query)
     assert (app.selectbox(key="tok_view").value, app.slider(key="tok_dims").value) == ("position", 24)
     run = run_encoder(embedded.model, embedded.tokenizer, "time flies", "Why?")
     shown = array(embedding_figure(app)["data"][0]["z"])
     np.testing.assert_allclose(shown, run.output.trace.embeddings.position[0, :, :24].numpy(), rtol=1e-6)
+    app = open_tab(ZOO_TAB, "time flies", query)
     assert app.select_slider(key="tok_vocab").value == 300
     assert metric(app, "BPE, 300 pieces") == f"{len(split_with(train_bpe(300), 'time flies', 'BPE'))} tokens"
 
@@ -149,27 +182,33 @@ def test_invalid_link_values_fall_back_to_the_defaults():
     app = open_page(PAGE, text="time flies", query=query)
     assert_clean(app)
     assert app.toggle(key="tok_special").value is True
+    app = open_tab(LOOKUP_TAB, "time flies", query)
+    assert_clean(app)
     assert (app.selectbox(key="tok_view").value, app.slider(key="tok_dims").value) == ("token", 64)
+    app = open_tab(ZOO_TAB, "time flies", query)
+    assert_clean(app)
     assert app.select_slider(key="tok_vocab").value == 400
 
 
 def test_changing_view_dims_and_vocabulary_redraws(embedded):
-    app = open_page(PAGE, text="time flies")
+    app = open_tab(LOOKUP_TAB, "time flies")
     app.selectbox(key="tok_view").set_value("output").run()
     app.slider(key="tok_dims").set_value(16).run()
-    app.select_slider(key="tok_vocab").set_value(450).run()
     assert_clean(app)
     run = run_encoder(embedded.model, embedded.tokenizer, "time flies")
     shown = array(embedding_figure(app)["data"][0]["z"])
     np.testing.assert_allclose(shown, run.output.trace.embeddings.output[0, :, :16].numpy(), rtol=1e-5, atol=1e-6)
+    assert (app.query_params["tok_view"], app.query_params["tok_dims"]) == ("output", "16")
+    app = open_tab(ZOO_TAB, "time flies")
+    app.select_slider(key="tok_vocab").set_value(450).run()
+    assert_clean(app)
     unigram = split_with(train_unigram(450), "time flies", "Unigram")
     assert metric(app, f"Unigram, {unigram.vocab_size} pieces") == f"{len(unigram)} tokens"
-    assert (app.query_params["tok_view"], app.query_params["tok_dims"]) == ("output", "16")
 
 
 def test_a_long_text_shows_a_window_of_64_rows_that_the_link_can_move():
     text = "attention " * 100  # 102 tokens with [CLS] and [SEP]
-    app = open_page(PAGE, text=text, query={"tok_first": "30"})
+    app = open_tab(LOOKUP_TAB, text, {"tok_first": "30"})
     assert_clean(app)
     assert app.slider(key="tok_first").value == 30
     rows = embedding_figure(app)["data"][0]["y"]
@@ -185,7 +224,7 @@ def test_a_text_past_512_tokens_is_drawn_and_compared_only_as_far_as_the_model_r
     assert len(tokens_table(app)) == 512
     # The 510 words kept span "word " * 509 + "word": 2,549 characters, 40 lines of 64.
     assert array(plotly_figures(app)[0]["data"][0]["z"]).shape == (40, 64)
-    assert metric(app, "WordPiece, 30,522 pieces") == "510 tokens"
+    assert metric(open_tab(ZOO_TAB, "word " * 600), "WordPiece, 30,522 pieces") == "510 tokens"
 
 
 def test_text_that_makes_no_tokens_gets_a_message_and_a_blank_pair_is_ignored():

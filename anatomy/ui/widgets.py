@@ -28,12 +28,31 @@ def show_literal(text: str, label: str | None = None) -> None:
     st.code(text if text else " ", language=None, wrap_lines=True)
 
 
-def show_source(*objects, title: str = "The code this page runs") -> None:
-    """The real source of the given anatomy functions and classes, read from the package itself."""
-    with st.expander(title, icon=":material/code:"):
-        for obj in objects:
-            module = inspect.getmodule(obj).__name__
-            st.caption(f"`{module}.{obj.__qualname__}`")
+SOURCE_TITLE = "The code this page runs"
+
+
+def _qualified_names(objects) -> list[str]:
+    return [f"{inspect.getmodule(obj).__name__}.{obj.__qualname__}" for obj in objects]
+
+
+def source_key(*objects, title: str = SOURCE_TITLE) -> str:
+    """The state key of the expander that `show_source(*objects, title=title)` draws (True while open)."""
+    return f"source:{title}:{','.join(_qualified_names(objects))}"
+
+
+def show_source(*objects, title: str = SOURCE_TITLE) -> None:
+    """The real source of the given anatomy functions and classes, read from the package itself.
+
+    The code is sent only once the expander is opened (it reruns the page, from the caches): a closed
+    expander would otherwise still make the browser load and run the syntax highlighter, a 1.5 MB script,
+    before the page counts as painted.
+    """
+    expander = st.expander(title, icon=":material/code:", key=source_key(*objects, title=title), on_change="rerun")
+    if not expander.open:
+        return
+    with expander:
+        for name, obj in zip(_qualified_names(objects), objects):
+            st.caption(f"`{name}`")
             st.code(inspect.getsource(obj), language="python")
 
 

@@ -136,6 +136,12 @@ class AppPage:
     def heatmap_rows(self, plot_index: int) -> list[list[list[float]]]:
         return self.page.evaluate(HEATMAP_ROWS, plot_index)
 
+    def heatmap_cell_text(self, plot_index: int = 0) -> str:
+        """The text drawn inside the heatmap cells of chart `plot_index`, in drawing order, joined."""
+        return self.page.evaluate(
+            "(index) => [...document.querySelectorAll('.js-plotly-plot')[index].querySelectorAll('.heatmaplayer text')]"
+            ".map(cell => cell.textContent).join('')", plot_index)
+
     def exceptions(self) -> list[str]:
         return self.page.locator('[data-testid="stException"]').all_inner_texts()
 

@@ -37,7 +37,13 @@ def check_positional_default(app: AppPage) -> None:
     assert shade[1] - shade[0] == pytest.approx(len(DEFAULT_TOKENS))
 
 
-DEFAULT_VIEW_CHECKS = {"multihead": check_multihead_default, "positional": check_positional_default}
+def check_tokenization_default(app: AppPage) -> None:
+    """Every character of the sidebar's text is drawn in its own cell, spaces as visible dots."""
+    assert app.heatmap_cell_text(0) == "time·flies·like·an·arrow"
+
+
+DEFAULT_VIEW_CHECKS = {"multihead": check_multihead_default, "positional": check_positional_default,
+                       "tokenization": check_tokenization_default}
 
 
 @pytest.mark.parametrize("name", LESSONS)
@@ -73,6 +79,8 @@ def test_every_page_paints_its_charts_and_redraws_them_for_typed_text(app: AppPa
         assert mentions(labels_of(after), "cat") and not mentions(labels_of(after), "flies")
     if name == "positional":
         assert after[0]["shapes"][0][1] - after[0]["shapes"][0][0] == pytest.approx(8)  # 8 tokens now
+    if name == "tokenization":
+        assert app.heatmap_cell_text(0) == NEW_TEXT.replace(" ", "·")
     assert app.requests_off_loopback() == []
 
 
@@ -96,15 +104,19 @@ def check_tokenization(app: AppPage) -> None:
     assert _selected(app, "stCheckbox", "Special tokens") == "False"
     special = app.page.locator('[data-testid="stMetric"]').filter(has_text="Special")
     assert special.locator('[data-testid="stMetricValue"]').inner_text() == "0"  # [CLS] and [SEP] hidden
-    assert mentions(labels_of(app.figures()), "shared")
+    assert app.heatmap_cell_text(0) == "a·shared·sentence"  # every character, spaces as visible dots
+
+
+def _open_tab(app: AppPage) -> str:
+    return app.page.locator('[role="tab"][aria-selected="true"]').first.inner_text().strip()
 
 
 def check_positional(app: AppPage) -> None:
     assert _selected(app, "stNumberInput", "Model width d") == "64"
     assert _selected(app, "stSlider", "Positions shown") == "40"
+    assert _open_tab(app) == "The whole table"
     titles = [figure["title"] for figure in app.figures()]
-    assert "Sinusoidal encoding, d = 64, base = 10000" in titles
-    assert "Sinusoidal: 40 positions × 64 dimensions" in titles
+    assert titles[0] == "Sinusoidal: 40 positions × 64 dimensions" and len(titles) == 2
 
 
 def check_attention(app: AppPage) -> None:
@@ -124,6 +136,7 @@ def check_multihead(app: AppPage) -> None:
 
 
 def check_causal(app: AppPage) -> None:
+    assert _open_tab(app) == "One head on your text"
     assert _selected(app, "stSelectbox", "Layer") == "layer 4"
     assert _selected(app, "stSelectbox", "Head") == "head 7"
     assert "4 · softmax rows, layer 4, head 7" in [figure["title"] for figure in app.figures()]
@@ -138,11 +151,11 @@ SHARED = "a shared sentence"
 LINKS: dict[str, tuple[dict, Callable[[AppPage], None]]] = {
     "home": ({"text": SHARED}, check_home),
     "tokenization": ({"text": SHARED, "tok_special": "False"}, check_tokenization),
-    "positional": ({"pos_d": 64, "pos_n": 40}, check_positional),
+    "positional": ({"pos_d": 64, "pos_n": 40, "pos_tab": "The whole table"}, check_positional),
     "attention": ({"text": SHARED, "att_source": "model", "att_layer": 2, "att_head": 3, "att_step": 4},
                   check_attention),
     "multihead": ({"text": SHARED, "mh_layer": 3, "mh_head": 5, "mh_tab": "Head view"}, check_multihead),
-    "causal": ({"text": SHARED, "cm_layer": 4, "cm_head": 7}, check_causal),
+    "causal": ({"text": SHARED, "cm_tab": "One head on your text", "cm_layer": 4, "cm_head": 7}, check_causal),
     "encoder": ({"text": SHARED, "enc_layer": 3, "enc_head": 5}, check_encoder),
 }
 

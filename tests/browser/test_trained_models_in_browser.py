@@ -33,7 +33,7 @@ def type_word(app: AppPage, label: str, word: str) -> list[dict]:
 
 
 def test_the_reverser_redraws_its_cross_attention_for_a_word_typed_into_the_page(app: AppPage):
-    app.open("decoder", min_plots=5, dec_word="planet")
+    app.open("decoder", min_plots=3, dec_word="planet")
     assert app.exceptions() == []
     assert app.text_box().is_visible(), "the page ran without the entrypoint's navigation and sidebar"
     assert letters_of([encoder_chart(app.figures())]) == set("planet")
@@ -44,16 +44,23 @@ def test_the_reverser_redraws_its_cross_attention_for_a_word_typed_into_the_page
     assert app.exceptions() == []
     assert app.query()["dec_word"] == "monkey"
     assert letters_of([encoder_chart(after)]) == set("monkey")
-    assert app.page.get_by_text("yeknom").first.is_visible()  # the answer it wrote
+
+    # The next tab runs only once it is clicked, on the same word, and the link names it.
+    app.page.get_by_role("tab", name="Writing the answer").click()
+    app.page.get_by_text("yeknom").first.wait_for()  # the answer it wrote
+    app.wait_until_painted(min_plots=1)
+    assert app.exceptions() == []
+    assert [figure["title"] for figure in app.figures()] == ["Every step's next-token probabilities"]
+    assert app.query()["dec_tab"] == "Writing the answer" and app.query()["dec_word"] == "monkey"
     assert app.requests_off_loopback() == []
 
 
 def test_the_sorter_and_the_cheater_paint_side_by_side_from_a_link(app: AppPage):
-    app.open("causal", min_plots=7, cm_word="zebra", cm_cheater="true")
+    app.open("causal", min_plots=3, cm_tab="A trained decoder", cm_word="zebra", cm_cheater="true")
 
     assert app.exceptions() == []
     assert app.page.get_by_text("aberz").first.is_visible()  # the sorter's answer, sorted
-    assert app.plot_count() > 7, "the cheater's charts are drawn beside the sorter's"
+    assert app.plot_count() > 3, "the cheater's charts are drawn beside the sorter's"
     assert app.query()["cm_word"] == "zebra" and app.query()["cm_cheater"] == "True"
     app.page.get_by_text("Run the cheater beside it").first.scroll_into_view_if_needed()
     app.screenshot("causal-cheater")
