@@ -310,9 +310,11 @@ def show_projections(lesson: Lesson, window: range) -> None:
         projection_panels(shown, rows, lesson.features, show_values=_small(steps.query[window.start:window.stop])),
         key="att_figure_projections",
     )
-    with st.expander("The numbers", expanded=_small(steps.query)):
-        for name, matrix in shown.items():
-            show_table(_table(matrix, rows, lesson.features, name), f"{lesson.file_stem}_{name.replace(' = ', '')}")
+    if numbers := widgets.expander_if_open("The numbers", "att_numbers_projections", expanded=_small(steps.query)):
+        with numbers:
+            for name, matrix in shown.items():
+                show_table(_table(matrix, rows, lesson.features, name),
+                           f"{lesson.file_stem}_{name.replace(' = ', '')}")
 
 
 def show_scores(lesson: Lesson, window: range, focus: tuple[int, int], stage: str) -> None:
@@ -330,9 +332,9 @@ def show_scores(lesson: Lesson, window: range, focus: tuple[int, int], stage: st
     if stage == "weights" and len(window) < len(lesson.labels):
         st.caption("The window shows part of each row; a full row, over every key, sums to 1.")
     shown = {"raw": raw, "scaled": scaled, "weights": weights}[stage]
-    frame = _table(shown, labels, labels, SCORE_TABLES[stage])
-    with st.expander("The numbers", expanded=_small(raw)):
-        show_table(frame, f"{lesson.file_stem}_{stage}")
+    if numbers := widgets.expander_if_open("The numbers", f"att_numbers_{stage}", expanded=_small(raw)):
+        with numbers:
+            show_table(_table(shown, labels, labels, SCORE_TABLES[stage]), f"{lesson.file_stem}_{stage}")
 
 
 def show_outputs(lesson: Lesson, window: range, query_index: int) -> None:
@@ -340,14 +342,14 @@ def show_outputs(lesson: Lesson, window: range, query_index: int) -> None:
     shown = steps.output[window.start:window.stop]
     st.plotly_chart(step_matrix(shown, rows, lesson.features, "output = A V", show_values=_small(shown)),
                     key="att_figure_output")
-    output_frame = _table(shown, rows, lesson.features, "output")
     st.markdown(f"How row {query_index} of the output is built: each value vector, times its weight.")
     contributions = output_contributions(steps, query_index)[window.start:window.stop]
     contribution_frame = _table(contributions, rows, lesson.features, f"weight × value, query {query_index}")
     contribution_frame.insert(0, "weight", steps.weights[query_index, window.start:window.stop].numpy())
     show_table(contribution_frame, f"{lesson.file_stem}_contributions_query{query_index}")
-    with st.expander("The numbers", expanded=_small(steps.output)):
-        show_table(output_frame, f"{lesson.file_stem}_output")
+    if numbers := widgets.expander_if_open("The numbers", "att_numbers_output", expanded=_small(steps.output)):
+        with numbers:
+            show_table(_table(shown, rows, lesson.features, "output"), f"{lesson.file_stem}_output")
 
 
 # ----- one score up close, the Apple correction, the whole pattern ------------------------------------------
@@ -374,8 +376,9 @@ def show_neuron_view(lesson: Lesson, query_index: int, key_index: int) -> None:
         {"query": parts.query.numpy(), "key": parts.key.numpy(), "query × key": parts.products.numpy()},
         index=pd.Index(lesson.features, name="feature"),
     )
-    with st.expander("The numbers", expanded=lesson.head_width <= 8):
-        show_table(frame, f"{lesson.file_stem}_query{query_index}_key{key_index}")
+    if numbers := widgets.expander_if_open("The numbers", "att_numbers_neuron", expanded=lesson.head_width <= 8):
+        with numbers:
+            show_table(frame, f"{lesson.file_stem}_query{query_index}_key{key_index}")
 
 
 def show_apple_correction(steps: SingleHeadSteps) -> None:

@@ -24,6 +24,7 @@ from anatomy.viz.common import as_array
 MAX_PADS = 8
 DEFAULT_PADS = 3
 WINDOW = mask_demo.FOCUS_WINDOW
+SMALL_WINDOW = 12  # tokens up to which a head's numbers are shown without asking (the table opens by itself)
 CACHED_VIEWS = 16  # per section: enough to flip between a few layers and heads without recomputing
 
 WHY_MASK = r"""
@@ -237,11 +238,14 @@ def show_causal_on_real_head(context, run, layer: int, head: int, window_start: 
     window_note(section.numbers["window"], num_tokens)
     st.plotly_chart(section.figures["steps"], key="cm_real_steps")
     st.plotly_chart(section.figures["weights"], key="cm_real_weights")
-    st.caption("The softmax rows as numbers, with each row's sum over all of its keys.")
-    st.dataframe(section.tables["weights"], key="cm_real_table")
-    widgets.download_csv(
-        section.tables["weights"], f"causal_weights_layer{layer}_head{head}.csv", key="cm_real_csv"
-    )
+    shown = len(section.numbers["window"])
+    if numbers := widgets.expander_if_open("The numbers", "cm_real_numbers", expanded=shown <= SMALL_WINDOW):
+        with numbers:
+            st.caption("The softmax rows as numbers, with each row's sum over all of its keys.")
+            st.dataframe(section.tables["weights"], key="cm_real_table")
+            widgets.download_csv(
+                section.tables["weights"], f"causal_weights_layer{layer}_head{head}.csv", key="cm_real_csv"
+            )
     if num_tokens > WINDOW:
         state.restore("cm_full", False, parse=state.parse_bool)
         st.toggle(f"Show the whole {num_tokens} × {num_tokens} matrix of this head", key="cm_full")

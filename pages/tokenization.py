@@ -11,9 +11,10 @@ from anatomy import tokenizer_zoo
 from anatomy.analysis import tokenize
 from anatomy.embeddings import Embeddings
 from anatomy.ui import loaders, sidebar, state, widgets
-from anatomy.viz.tokenization import embedding_rows, token_highlight
+from anatomy.viz.tokenization import embedding_rows, highlight_rows, token_highlight
 
 LINE_WIDTH = 64        # characters per line in the highlighted text
+HIGHLIGHT_LINES = 12   # lines of it drawn at once: each character is a text element the browser lays out
 EMBEDDING_WINDOW = 64  # token rows of the embedding heatmap drawn at once
 # Each name is the EmbeddingTrace field it shows, so the table and the heatmap read the same tensor.
 EMBEDDING_VIEWS = {
@@ -74,8 +75,10 @@ def show_tokens(rows, texts: tuple[str, ...], notes: str, vocab_size: int) -> No
     )
     spans = [(row.sentence, row.start, row.end) for row in rows]
     kinds = ["unknown" if row.unknown else "continuation" if row.continuation else "word" for row in rows]
+    first_line = choose_lines(len(highlight_rows(texts, LINE_WIDTH)))
     figure = token_highlight(texts, [row.token for row in rows], spans, kinds, LINE_WIDTH,
-                             title="Where each token comes from (hover a character)")
+                             title="Where each token comes from (hover a character)",
+                             first_row=first_line, max_rows=HIGHLIGHT_LINES)
     st.plotly_chart(figure, key="tok-highlight")
     st.caption("Each cell is one character of the text as typed; rows start with their character offset. "
                "Grey cells belong to no token: the tokenizer drops spaces after using them to cut words. "
@@ -183,6 +186,20 @@ def offer_window_csv(vectors, labels: list[str], shown: range, dims: int, view: 
 
     st.download_button("Download the numbers (CSV)", csv, file_name=f"embedding_{view}.csv", mime="text/csv",
                        icon=":material/download:", key="tok-download-embedding")
+
+
+def choose_lines(num_lines: int) -> int:
+    """The first line of the highlighted text to draw (a slider only when there are more than fit)."""
+    last_start = max(num_lines - HIGHLIGHT_LINES, 0)
+    state.restore("tok_line", 0, parse=int, valid=lambda value: 0 <= value <= last_start)
+    if last_start == 0:
+        return 0
+    if st.session_state["tok_line"] > last_start:  # the text got shorter since the value was chosen
+        st.session_state["tok_line"] = last_start
+    first = st.slider(f"First line drawn (showing {HIGHLIGHT_LINES} of {num_lines} lines)", 0, last_start,
+                      key="tok_line")
+    state.publish(tok_line=first)
+    return first
 
 
 def choose_window(num_tokens: int) -> int:

@@ -50,6 +50,12 @@ def show_tab(app: AppTest, key: str, label: str) -> AppTest:
     return app.run()
 
 
+def open_expander(app: AppTest, key: str) -> AppTest:
+    """Open the expander drawn with `key` (one whose content is sent only while open), as a click would."""
+    app.session_state[key] = True
+    return app.run()
+
+
 def plotly_figures(app: AppTest) -> list[dict]:
     """Every plotly chart on the page as its figure JSON (data and layout)."""
     return [json.loads(element.proto.spec) for element in app.get("plotly_chart")]

@@ -142,7 +142,7 @@ NUMBER_PARAMETERS = {
     "training": ("pages/training.py", {}, ("tr_model", "tr_steps", "tr_lr", "tr_seed")),
     "encoder": ("pages/encoder.py", {},
                 ("enc_layer", "enc_head", "enc_labels", "enc_neurons", "enc_window", "enc_tab")),
-    "tokenization": ("pages/tokenization.py", {}, ("tok_special", "tok_tab")),
+    "tokenization": ("pages/tokenization.py", {}, ("tok_special", "tok_line", "tok_tab")),
     "tokenization/lookup": ("pages/tokenization.py", {"tok_tab": "Tokens → vectors"},
                             ("tok_dims", "tok_first", "tok_view", "tok_special")),
     "tokenization/three tokenizers": ("pages/tokenization.py", {"tok_tab": "Three tokenizers"}, ("tok_vocab",)),

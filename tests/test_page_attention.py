@@ -8,7 +8,7 @@ import pytest
 from anatomy import toy
 from anatomy.analysis import run_encoder
 from anatomy.head_steps import FOCUS_WINDOW, embedding_self_attention
-from apptest_helpers import HOSTILE_TEXTS, all_markdown, assert_clean, open_page, plotly_figures
+from apptest_helpers import HOSTILE_TEXTS, all_markdown, assert_clean, open_expander, open_page, plotly_figures
 
 PAGE = "pages/attention.py"
 TEXT = "the cat sat on the mat"
@@ -172,7 +172,7 @@ def test_the_neuron_view_sum_equals_the_raw_score(traced):
     assert metric(app, "Sum of the products") == pytest.approx(raw, rel=1e-5)
     assert metric(app, "QKᵀ[2, 5]") == pytest.approx(metric(app, "Sum of the products"), rel=1e-6)
     assert metric(app, "Weight after softmax") == pytest.approx(float(attention.weights[0, 2, 2, 5]), rel=1e-5)
-    products = table(app, "feature")[:, 2]
+    products = table(open_expander(app, "att_numbers_neuron"), "feature")[:, 2]
     assert products.sum() == pytest.approx(raw, rel=1e-5)
     assert np.allclose(figure_trace(app, "query × key")["y"], products, rtol=1e-3, atol=1e-4)
 
@@ -227,7 +227,8 @@ def test_a_long_text_is_shown_through_a_window_with_the_whole_pattern_one_click_
     app = open_page(PAGE, text=text, query={"att_source": "model", "att_step": "4", "att_window_start": "30"})
     assert_clean(app)
     tokens = len(run_encoder(embedded.model, embedded.tokenizer, text).tokenized)
-    weights = table(app, "softmax weights (query ↓ key →)")
+    assert not app.dataframe                       # 48 rows: the numbers wait in a closed expander
+    weights = table(open_expander(app, "att_numbers_weights"), "softmax weights (query ↓ key →)")
     assert weights.shape == (FOCUS_WINDOW, FOCUS_WINDOW)
     assert figure_trace(app, "softmax weight")["y"][0] == "30: word"
     assert app.slider(key="att_window_start").max == tokens - FOCUS_WINDOW
@@ -244,7 +245,7 @@ def test_hostile_texts_are_shown_literally_and_never_crash(name):
     app = open_page(PAGE, text=text, query={"att_source": "model", "att_step": "2"})
     assert_clean(app)
     if text.strip():
-        assert table(app, "QKᵀ (query ↓ key →)").shape[0] >= 3
+        assert table(open_expander(app, "att_numbers_raw"), "QKᵀ (query ↓ key →)").shape[0] >= 3
         assert "Inside one score" in [sub.value for sub in app.subheader]
     else:
         assert "Type some text in the sidebar" in all_markdown(app)

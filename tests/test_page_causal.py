@@ -10,7 +10,8 @@ from anatomy import mask_demo, toy
 from anatomy.analysis import run_encoder
 from anatomy.masks import causal_mask
 from apptest_helpers import (
-    HOSTILE_TEXTS, all_markdown, assert_clean, chart, chart_keys, numbers, open_page, show_tab, table_with,
+    HOSTILE_TEXTS, all_markdown, assert_clean, chart, chart_keys, numbers, open_expander, open_page, show_tab,
+    table_with,
 )
 
 PAGE = "pages/causal.py"
@@ -173,6 +174,8 @@ def test_a_long_text_is_shown_through_a_48_token_window_with_the_whole_matrix_on
     assert "no [PAD] token fits" in padding  # truncated, so no room for padding
     weights = named(chart(app, "cm_real_weights"), "weight")[0]
     assert weights["y"][0].startswith("100 ") and len(weights["y"]) == 48
+    assert not app.dataframe                               # 48 rows: the numbers wait in a closed expander
+    open_expander(app, "cm_real_numbers")
     real_table = [frame.value for frame in app.dataframe if frame.value.shape == (48, 49)][0]
     run = run_encoder(embedded.model, embedded.tokenizer, LONG_TEXT)
     full = expected_causal(run, 0, 0)

@@ -222,9 +222,26 @@ def test_a_text_past_512_tokens_is_drawn_and_compared_only_as_far_as_the_model_r
     assert_clean(app)
     assert "602 tokens" in app.warning[0].value
     assert len(tokens_table(app)) == 512
-    # The 510 words kept span "word " * 509 + "word": 2,549 characters, 40 lines of 64.
-    assert array(plotly_figures(app)[0]["data"][0]["z"]).shape == (40, 64)
+    # The 510 words kept span "word " * 509 + "word": 2,549 characters, 40 lines of 64, drawn 12 at a time.
+    assert app.slider(key="tok_line").max == 28
+    assert array(plotly_figures(app)[0]["data"][0]["z"]).shape == (12, 64)
     assert metric(open_tab(ZOO_TAB, "word " * 600), "WordPiece, 30,522 pieces") == "510 tokens"
+
+
+def test_a_long_text_is_highlighted_twelve_lines_at_a_time_from_the_line_the_link_names():
+    text = "attention " * 100                          # 999 characters: 16 lines of 64
+    app = open_page(PAGE, text=text, query={"tok_line": "3"})
+    assert_clean(app)
+    highlight = plotly_figures(app)[0]
+    assert app.slider(key="tok_line").value == 3 and app.slider(key="tok_line").max == 4
+    assert highlight["layout"]["yaxis"]["ticktext"] == [str(64 * line) for line in range(3, 15)]
+    app.slider(key="tok_line").set_value(4).run()
+    assert plotly_figures(app)[0]["layout"]["yaxis"]["ticktext"][-1] == "960"   # the last line
+    assert app.query_params["tok_line"] == "4"
+    short = open_page(PAGE, text="time flies", query={"tok_line": "3"})
+    assert_clean(short)
+    assert not [slider for slider in short.slider if slider.key == "tok_line"]     # one line: no slider
+    assert plotly_figures(short)[0]["layout"]["yaxis"]["ticktext"] == ["0"]
 
 
 def test_text_that_makes_no_tokens_gets_a_message_and_a_blank_pair_is_ignored():

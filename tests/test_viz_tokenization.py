@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from anatomy.viz.tokenization import CELL_KINDS, embedding_rows, token_highlight
+from anatomy.viz.tokenization import CELL_KINDS, embedding_rows, highlight_rows, token_highlight
 
 NO_TOKEN, WORD, WORD_NEXT, PIECE, PIECE_NEXT, UNKNOWN = range(6)  # the colour codes of CELL_KINDS
 
@@ -43,6 +43,20 @@ def test_lines_wrap_at_the_width_and_after_each_newline_and_are_labelled_by_offs
     assert list(figure.layout.yaxis.ticktext) == ["0", "3"]
     assert list(figure.data[0].text[0][:3]) == ["a", "b", "⏎"]
     assert list(figure.data[0].text[1][:4]) == ["c", "d", "→", "x"]
+
+
+def test_a_window_of_rows_is_drawn_with_the_colours_and_offsets_those_rows_have_in_the_whole_text():
+    text = "abcdefghij"                                  # rows at offsets 0, 4, 8 with a width of 4
+    tokens, spans, kinds = ["abcdefghij"], [(0, 0, 10)], ["word"]
+    whole = token_highlight([text], tokens, spans, kinds, line_width=4)
+    window = token_highlight([text], tokens, spans, kinds, line_width=4, first_row=1, max_rows=1)
+    assert highlight_rows([text], 4) == [(0, 0, 4), (0, 4, 8), (0, 8, 10)]
+    assert list(window.layout.yaxis.ticktext) == ["4"]
+    assert codes(window) == [codes(whole)[1]]
+    assert list(window.data[0].text[0]) == ["e", "f", "g", "h"]
+    assert window.layout.height < whole.layout.height
+    assert list(token_highlight([text], tokens, spans, kinds, line_width=4, first_row=2,
+                                max_rows=5).layout.yaxis.ticktext) == ["8"]   # the window stops at the end
 
 
 def test_a_pair_draws_sentence_b_below_a_gap_with_its_own_offsets():

@@ -28,6 +28,15 @@ def show_literal(text: str, label: str | None = None) -> None:
     st.code(text if text else " ", language=None, wrap_lines=True)
 
 
+def expander_if_open(label: str, key: str, expanded: bool = False, icon: str | None = None):
+    """An expander whose content is sent only while it is open: the expander to fill, or None while it is
+    closed. Opening or closing it reruns the page (from the caches). Content in a closed plain expander is
+    still sent, and the browser loads the code to draw it (1.2 MB for a table) before the page counts as
+    painted."""
+    expander = st.expander(label, expanded=expanded, key=key, icon=icon, on_change="rerun")
+    return expander if expander.open else None
+
+
 SOURCE_TITLE = "The code this page runs"
 
 
@@ -47,8 +56,8 @@ def show_source(*objects, title: str = SOURCE_TITLE) -> None:
     expander would otherwise still make the browser load and run the syntax highlighter, a 1.5 MB script,
     before the page counts as painted.
     """
-    expander = st.expander(title, icon=":material/code:", key=source_key(*objects, title=title), on_change="rerun")
-    if not expander.open:
+    expander = expander_if_open(title, source_key(*objects, title=title), icon=":material/code:")
+    if expander is None:
         return
     with expander:
         for name, obj in zip(_qualified_names(objects), objects):

@@ -26,6 +26,17 @@ _FIRST_CODE = {"word": 1, "continuation": 3, "unknown": 5}
 ROW_HEIGHT = 24  # pixels per line of characters
 
 
+def highlight_rows(texts: Sequence[str], line_width: int = 64) -> list[tuple[int, int, int] | None]:
+    """The rows `token_highlight` lays the texts out in: (sentence, offset of the first character, end) per
+    line, and None for the empty row between two sentences."""
+    rows = []
+    for sentence, text in enumerate(texts):
+        if sentence:
+            rows.append(None)
+        rows.extend((sentence, start, end) for start, end in _wrap(text, line_width))
+    return rows
+
+
 def token_highlight(
     texts: Sequence[str],
     token_labels: Sequence[str],
@@ -34,21 +45,21 @@ def token_highlight(
     line_width: int = 64,
     sentence_names: Sequence[str] | None = None,
     title: str = "",
+    first_row: int = 0,
+    max_rows: int | None = None,
 ) -> go.Figure:
     """The texts laid out one character per cell, each cell coloured by the token that covers it.
 
     spans[i] = (sentence, start, end) of token i in texts[sentence]; a token with start == end (a special
     token) covers no character. kinds[i] is one of TOKEN_KINDS. Lines wrap at `line_width` characters and
-    at newlines; each row is labelled with the offset of its first character, after the sentence's name
-    when there are two (A and B unless `sentence_names` says otherwise).
+    at newlines (see `highlight_rows`); only rows `first_row …` are drawn, at most `max_rows` of them (every
+    character is a text element the browser must lay out). Each row is labelled with the offset of its first
+    character, after the sentence's name when there are two (A and B unless `sentence_names` says otherwise).
     """
     if sentence_names is None:
         sentence_names = ("A", "B") if len(texts) > 1 else ("",)
-    rows = []  # (sentence, offset of first character, end) per drawn row; None for the gap between sentences
-    for sentence, text in enumerate(texts):
-        if sentence:
-            rows.append(None)
-        rows.extend((sentence, start, end) for start, end in _wrap(text, line_width))
+    all_rows = highlight_rows(texts, line_width)
+    rows = all_rows[first_row:] if max_rows is None else all_rows[first_row:first_row + max_rows]
     owners = [_owner_of_each_character(len(text), sentence, spans) for sentence, text in enumerate(texts)]
 
     codes = np.full((len(rows), line_width), np.nan, dtype=np.float32)
