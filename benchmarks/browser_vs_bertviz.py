@@ -238,6 +238,7 @@ def main() -> None:
     parser.add_argument("--lengths", default=",".join(map(str, LENGTHS)), help='"" skips BertViz')
     parser.add_argument("--no-pages", action="store_true", help="skip timing every page at 512 tokens")
     parser.add_argument("--no-tabs", action="store_true", help="time each page as opened, not its other tabs")
+    parser.add_argument("--only", help="comma-separated views to time, e.g. tokenization,causal/A trained decoder")
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args()
     lengths = [int(value) for value in arguments.lengths.split(",") if value]
@@ -263,12 +264,15 @@ def main() -> None:
         if not arguments.no_pages:
             print("\nEvery page at 512 tokens (first: the page's own caches are cold; the model run is shared)")
             print(f"{'page':<44}{COLUMNS}")
+            chosen = set(arguments.only.split(",")) if arguments.only else None
+            pages, tabs = ({name: view for name, view in views.items() if chosen is None or name in chosen}
+                           for views in (LESSONS, {} if arguments.no_tabs else OTHER_TABS))
             results["pages_at_512"] = time_every_page(browser, server, pretrained.tokenizer, arguments.repeats,
-                                                      LESSONS)
-            if not arguments.no_tabs:
+                                                      pages)
+            if tabs:
                 print("\nEvery other tab at 512 tokens (a tab runs once it is opened)")
                 results["tabs_at_512"] = time_every_page(browser, server, pretrained.tokenizer, arguments.repeats,
-                                                         OTHER_TABS)
+                                                         tabs)
         browser.close()
     site.close()
     shutil.rmtree(site_folder, ignore_errors=True)

@@ -15,6 +15,7 @@ from anatomy.viz.tokenization import embedding_rows, highlight_rows, token_highl
 
 LINE_WIDTH = 64        # characters per line in the highlighted text
 HIGHLIGHT_LINES = 12   # lines of it drawn at once: each character is a text element the browser lays out
+OPEN_TABLE_TOKENS = 64  # texts up to this many tokens open their token table by themselves
 EMBEDDING_WINDOW = 64  # token rows of the embedding heatmap drawn at once
 # Each name is the EmbeddingTrace field it shows, so the table and the heatmap read the same tensor.
 EMBEDDING_VIEWS = {
@@ -66,8 +67,12 @@ def show_tokens(rows, texts: tuple[str, ...], notes: str, vocab_size: int) -> No
         st.info("This text makes no tokens at all: the tokenizer dropped every character (control or blank "
                 "characters). Type some words in the sidebar.")
         return
-    st.dataframe(table, height=min(35 * (len(rows) + 1) + 3, 420))
-    widgets.download_csv(table, "tokens.csv", key="tok-download-tokens")
+    every_token = widgets.expander_if_open("Every token: its id, type and the characters it covers", "tok_table",
+                                           expanded=len(rows) <= OPEN_TABLE_TOKENS)
+    if every_token:
+        with every_token:
+            st.dataframe(table, height=min(35 * (len(rows) + 1) + 3, 420))
+            widgets.download_csv(table, "tokens.csv", key="tok-download-tokens")
     st.markdown(
         f"A **`##`** piece continues the word before it: the tokenizer found no single vocabulary entry for "
         f"the whole word, so it took the longest piece it knew from the start, then the longest `##` piece "
