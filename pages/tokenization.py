@@ -193,32 +193,30 @@ def offer_window_csv(vectors, labels: list[str], shown: range, dims: int, view: 
                        icon=":material/download:", key="tok-download-embedding")
 
 
-def choose_lines(num_lines: int) -> int:
-    """The first line of the highlighted text to draw (a slider only when there are more than fit)."""
-    last_start = max(num_lines - HIGHLIGHT_LINES, 0)
-    state.restore("tok_line", 0, parse=int, valid=lambda value: 0 <= value <= last_start)
+def choose_first(key: str, total: int, shown: int, label: str) -> int:
+    """The first of `shown` consecutive rows (of `total`) to draw: a slider, its value in the link, only when
+    they do not all fit."""
+    last_start = max(total - shown, 0)
+    state.restore(key, 0, parse=int, valid=lambda value: 0 <= value <= last_start)
     if last_start == 0:
         return 0
-    if st.session_state["tok_line"] > last_start:  # the text got shorter since the value was chosen
-        st.session_state["tok_line"] = last_start
-    first = st.slider(f"First line drawn (showing {HIGHLIGHT_LINES} of {num_lines} lines)", 0, last_start,
-                      key="tok_line")
-    state.publish(tok_line=first)
+    if st.session_state[key] > last_start:  # the text got shorter since the value was chosen
+        st.session_state[key] = last_start
+    first = st.slider(label, 0, last_start, key=key)
+    state.publish(**{key: first})
     return first
+
+
+def choose_lines(num_lines: int) -> int:
+    """The first line of the highlighted text to draw."""
+    return choose_first("tok_line", num_lines, HIGHLIGHT_LINES,
+                        f"First line drawn (showing {HIGHLIGHT_LINES} of {num_lines} lines)")
 
 
 def choose_window(num_tokens: int) -> int:
-    """The first token row of the heatmap (a slider only when the text has more rows than fit)."""
-    last_start = max(num_tokens - EMBEDDING_WINDOW, 0)
-    state.restore("tok_first", 0, parse=int, valid=lambda value: 0 <= value <= last_start)
-    if last_start == 0:
-        return 0
-    if st.session_state["tok_first"] > last_start:  # the text got shorter since the value was chosen
-        st.session_state["tok_first"] = last_start
-    first = st.slider(f"First token row (showing {EMBEDDING_WINDOW} of {num_tokens})", 0, last_start,
-                      key="tok_first")
-    state.publish(tok_first=first)
-    return first
+    """The first token row of the embedding heatmap."""
+    return choose_first("tok_first", num_tokens, EMBEDDING_WINDOW,
+                        f"First token row (showing {EMBEDDING_WINDOW} of {num_tokens})")
 
 
 def show_zoo(context, text: str) -> None:
