@@ -234,11 +234,20 @@ restore_from_link("pos_p", shown // 2, int, lambda v: 0 <= v < shown,
                   f"position p must be a whole number from 0 to {shown - 1}")
 st.session_state["pos_p"] = min(st.session_state["pos_p"], shown - 1)
 measure = st.session_state["pos_measure"]
-measure_label = MEASURES[measure]
-studied = studies(pretrained.name, shown, width, base, measure, learned_table)
-figures = study_figures(pretrained.name, shown, width, base, measure, model_name, studied)
+
+
+def both_tables():
+    """The study of the sinusoidal and the learned table, run (once per settings) by the tab that shows it."""
+    return studies(pretrained.name, shown, width, base, measure, learned_table)
+
+
+def figures_of(studied):
+    return study_figures(pretrained.name, shown, width, base, measure, model_name, studied)
+
 
 if table_tab.open:
+    studied = both_tables()
+    figures = figures_of(studied)
     with table_tab:
         st.markdown(
             """
@@ -265,6 +274,8 @@ like a sinusoid, and it does not: BERT-family models treat position vectors as w
             )
 
 if similarity_tab.open:
+    studied = both_tables()
+    figures = figures_of(studied)
     with similarity_tab:
         st.markdown(
             "How alike are the vectors of positions $p$ and $q$? For the sinusoidal table there is a closed form: "
@@ -303,6 +314,7 @@ if similarity_tab.open:
         widgets.show_source(similarity_matrix, offset_profile)
 
 if properties_tab.open:
+    studied = both_tables()
     with properties_tab:
         st.markdown(
             """
