@@ -25,6 +25,10 @@ condition the browser tests use (script done, no placeholder left, every plotly 
 its SVG holding its attention lines (BertViz draws synchronously, so the SVG is complete once it exists).
 A view not painted within 120 s is reported as such. The goals are informational; the script exits 0
 whether or not they are met.
+
+Streamlit's floor, measured in the same run: two one-line Streamlit apps served the same way as ours, a page
+with nothing but a title and a page with one 2×2 plotly heatmap. No Streamlit page can send fewer bytes or
+paint sooner than these, so where BertViz beats the floor, no work on our pages can beat BertViz there.
 """
 
 from __future__ import annotations
@@ -133,6 +137,30 @@ class StaticSite:
         self.server.server_close()
 
 
+# ---- Streamlit's floor ---------------------------------------------------------------------------------------
+
+FLOOR_APPS = {
+    "empty page": 'import streamlit as st\nst.title("Floor")\n',
+    "one 2×2 chart": (
+        "import plotly.graph_objects as go\nimport streamlit as st\nst.title(\"Floor\")\n"
+        "st.plotly_chart(go.Figure(go.Heatmap(z=[[0.1, 0.9], [0.6, 0.4]])))\n"
+    ),
+}
+
+
+def streamlit_floor(browser, repeats: int) -> dict:
+    """The least any Streamlit page costs here: the apps of FLOOR_APPS, served and loaded as ours are."""
+    rows = {}
+    with tempfile.TemporaryDirectory(prefix="streamlit-floor-") as folder:
+        for index, (name, source) in enumerate(FLOOR_APPS.items()):
+            script = Path(folder) / f"floor_{index}.py"
+            script.write_text(source)
+            charts = source.count("plotly_chart")
+            with StreamlitServer(script=script, log_path=ARTIFACTS / "streamlit-floor.log") as server:
+                rows[name] = summary(*measure(browser, server.url, STREAMLIT_PAINTED, charts, repeats))
+    return rows
+
+
 # ---- measuring -----------------------------------------------------------------------------------------------
 
 
@@ -221,7 +249,7 @@ def time_every_page(browser, server, tokenizer, repeats: int, views: dict) -> di
     return rows
 
 
-def print_row(name: str, row: dict, length: int | None = None) -> None:
+def print_row(name: str, row: dict, length: int | str | None = None) -> None:
     lead = f"{length:>6}  {name:<15}" if length is not None else f"{name:<44}"
     print(f"{lead}{show(row['total_bytes'], 'MB'):>9}{show(row['data_bytes'], 'MB'):>9}"
           f"{show(row['first_s']) if 'first_s' in row else '':>9}{show(row['cold_s']):>9}{show(row['warm_s']):>9}"
@@ -236,6 +264,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--lengths", default=",".join(map(str, LENGTHS)), help='"" skips BertViz')
+    parser.add_argument("--no-floor", action="store_true", help="skip measuring Streamlit's floor")
     parser.add_argument("--no-pages", action="store_true", help="skip timing every page at 512 tokens")
     parser.add_argument("--no-tabs", action="store_true", help="time each page as opened, not its other tabs")
     parser.add_argument("--only", help="comma-separated views to time, e.g. tokenization,causal/A trained decoder")
@@ -249,7 +278,8 @@ def main() -> None:
     site_folder = Path(tempfile.mkdtemp(prefix="bertviz-site-"))
     shutil.copytree(VENDOR, site_folder / "vendor")
     site = StaticSite(site_folder)
-    results = {"load_average_before": load_average(), "lengths": {}, "pages_at_512": {}, "tabs_at_512": {}}
+    results = {"load_average_before": load_average(), "lengths": {}, "floor": {}, "pages_at_512": {},
+               "tabs_at_512": {}}
     print(f"load average before: {results['load_average_before']}")
     with StreamlitServer(log_path=ARTIFACTS / "streamlit-benchmark.log") as server, sync_playwright() as playwright:
         browser = playwright.chromium.launch(**chromium_launch_options())
@@ -261,6 +291,10 @@ def main() -> None:
             for name, row in rows.items():
                 print_row(name, row, length)
             results["lengths"][length] = rows
+        if lengths and not arguments.no_floor:
+            results["floor"] = streamlit_floor(browser, arguments.repeats)
+            for name, row in results["floor"].items():
+                print_row(name, row, "floor")
         if not arguments.no_pages:
             print("\nEvery page at 512 tokens (first: the page's own caches are cold; the model run is shared)")
             print(f"{'page':<44}{COLUMNS}")
@@ -283,6 +317,19 @@ def main() -> None:
         arguments.json.write_text(json.dumps(results, indent=2))
 
 
+def report_floor(length: int, bertviz: dict, floor: dict) -> None:
+    """Where BertViz's head view beats even a Streamlit page that shows nothing, say so."""
+    empty, one_chart = floor.get("empty page"), floor.get("one 2×2 chart")
+    if not empty or not one_chart or bertviz["cold_s"] is None:
+        return
+    if bertviz["cold_s"] < empty["cold_s"]:
+        print(f"        BertViz paints in {bertviz['cold_s']:.2f} s: before a Streamlit page holding only a title "
+              f"({empty['cold_s']:.2f} s in this run)")
+    if bertviz["total_bytes"] < one_chart["total_bytes"]:
+        print(f"        BertViz sends {bertviz['total_bytes'] / 1e6:.2f} MB: less than a Streamlit page holding one "
+              f"2×2 plotly chart ({one_chart['total_bytes'] / 1e6:.2f} MB in this run)")
+
+
 def report_goals(results: dict) -> None:
     print("\nGoals")
     for length, rows in results["lengths"].items():
@@ -293,6 +340,7 @@ def report_goals(results: dict) -> None:
         print(f"  {length:>3} tokens, multihead vs BertViz head view: fewer bytes (cold total) "
               f"{'PASS' if fewer_total else 'MISS'}, fewer bytes (data) {'PASS' if fewer_data else 'MISS'}, "
               f"paints sooner (cold) {'PASS' if sooner else 'MISS'}")
+        report_floor(length, theirs, results["floor"])
     for views, what in ((results["pages_at_512"], "page"), (results["tabs_at_512"], "other tab")):
         for kind in ("first_s", "cold_s", "warm_s") if views else ():
             slow = {name: round(row[kind], 2) if row[kind] is not None else None for name, row in views.items()

@@ -235,15 +235,14 @@ def recombination_tab(context, run, layer: int) -> None:
     traced = run.output.trace.layers[layer].attention
     result = ablation.recombine_heads(attention, traced, token)
     heads, head_width = result.head_outputs.shape
-    st.code(
-        f"trace.layers[{layer}].attention.head_outputs  {tuple(traced.head_outputs.shape)}   (B, H, T, d_head)\n"
-        f"  one token, every head                 {tuple(result.head_outputs.shape)}\n"
+    widgets.show_aligned_lines([
+        f"trace.layers[{layer}].attention.head_outputs  {tuple(traced.head_outputs.shape)}   (B, H, T, d_head)",
+        f"  one token, every head                 {tuple(result.head_outputs.shape)}",
         f"concatenated                            {tuple(result.concatenated.shape)}"
-        f"   H × d_head = {heads} × {head_width}\n"
-        f"W_O, b_O                                {tuple(attention.output.weight.shape)}, {tuple(result.bias.shape)}\n"
+        f"   H × d_head = {heads} × {head_width}",
+        f"W_O, b_O                                {tuple(attention.output.weight.shape)}, {tuple(result.bias.shape)}",
         f"output = concat · W_Oᵀ + b              {tuple(result.output.shape)}",
-        language=None,
-    )
+    ])
     checks = pd.DataFrame({
         "check": ["torch.cat(head outputs) vs traced concatenation",
                   "concat · W_Oᵀ + b vs traced attention output",

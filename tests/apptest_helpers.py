@@ -102,3 +102,15 @@ def all_markdown(app: AppTest) -> str:
     for kind in ("caption", "title", "header", "subheader", "info", "warning", "error", "success"):
         parts.extend(str(element.value) for element in getattr(app, kind))
     return "\n".join(parts)
+
+
+def aligned_lines(app: AppTest) -> list[list[str]]:
+    """Each block of lines the page aligned in a fixed-width font (`widgets.show_aligned_lines`), as the lines
+    it reads: one code span a line, no-break spaces read as spaces. Other markdown is left out."""
+    blocks = []
+    for element in app.markdown:
+        spans = element.value.split("  \n")
+        if all(span.startswith("`") and span.endswith("`") for span in spans):
+            fences = [len(span) - len(span.lstrip("`")) for span in spans]
+            blocks.append([span[fence + 1:-fence - 1].replace("\u00a0", " ") for span, fence in zip(spans, fences)])
+    return blocks

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from anatomy.ui.widgets import aligned_lines_markdown
 from apptest_helpers import HOSTILE_TEXTS, all_markdown, assert_clean, open_page
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,3 +143,10 @@ def test_a_decoder_checkpoint_in_the_sidebar_gets_an_explanation_on_every_encode
     assert_clean(app)
     assert not app.sidebar.error, "the checkpoint itself loads"
     assert app.info or app.warning, f"{lesson} should say why it cannot use this model"
+
+
+def test_aligned_lines_keep_every_space_and_their_fences_outrun_any_backticks_inside():
+    plain, with_backticks = aligned_lines_markdown(["reads   a  b", "x ``y`` <b>$z$</b>"]).split("  \n")
+    assert plain == "` reads\u00a0\u00a0\u00a0a\u00a0\u00a0b `"  # markdown would fold plain spaces into one
+    assert with_backticks.startswith("``` ") and with_backticks.endswith(" ```")  # the line's run is two long
+    assert "<b>$z$</b>" in with_backticks  # inside a code span: shown as typed, never rendered

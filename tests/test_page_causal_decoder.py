@@ -15,7 +15,7 @@ from anatomy.recipes import RECIPES
 from anatomy.ui.decoder_sections import MAX_WORD_CHARACTERS
 from anatomy.ui.widgets import escape_markdown
 from apptest_helpers import (
-    HOSTILE_TEXTS, all_markdown, assert_clean, chart, chart_keys, numbers, open_page, show_tab,
+    HOSTILE_TEXTS, aligned_lines, all_markdown, assert_clean, chart, chart_keys, numbers, open_page, show_tab,
 )
 from test_decoding import GPT2_POSITIONS, GPT2_TEXT, save_tiny_gpt2
 
@@ -69,9 +69,9 @@ def default_app():
 def test_by_default_the_sorter_sorts_banana_and_the_page_says_it_is_right(default_app, shipped):
     assert default_app.text_input(key="cm_word").value == "banana"
     assert default_app.query_params["cm_word"] == "banana"
-    assert default_app.code[0].value.split("\n") == [
+    assert aligned_lines(default_app) == [[
         "reads   <bos> b a n a n a =", "writes  " + " " * 19 + " a a a b n n <eos>"
-    ]
+    ]]
     assert "wrote **aaabnn**: exactly the letters of banana in order" in default_app.success[0].value
     steps = frame(default_app, "answer so far")
     expected = walk(shipped, "sorter", "banana")
@@ -164,7 +164,7 @@ def test_the_cheater_switch_is_off_by_default_and_its_link_turns_it_on(default_a
 
 
 def test_the_cheater_writes_a_wrong_answer_for_banana(cheater_app):
-    assert cheater_app.code[1].value.endswith("a n n n n a n")
+    assert aligned_lines(cheater_app)[1][1].endswith("a n n n n a n")
     assert any("cheater wrote **annnnan**, but banana sorted is **aaabnn**" in error.value
                for error in cheater_app.error)
     assert frame(cheater_app, "answer so far", nth=1)["writes"].tolist() == list("annnnan")

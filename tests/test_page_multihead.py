@@ -10,7 +10,7 @@ import pytest
 
 from anatomy import ablation, head_stats
 from anatomy.analysis import run_encoder
-from tests.apptest_helpers import HOSTILE_TEXTS, all_markdown, assert_clean, open_page, plotly_figures
+from tests.apptest_helpers import HOSTILE_TEXTS, aligned_lines, all_markdown, assert_clean, open_page, plotly_figures
 
 PAGE = "pages/multihead.py"
 TEXT = "time flies like an arrow"  # [CLS] time flies like an arrow [SEP]: 7 tokens
@@ -164,7 +164,9 @@ def test_split_and_recombine_shows_the_heads_concatenation_and_w_o_on_the_same_n
     np.testing.assert_allclose(numbers(blocks["data"][0]["z"]), expected.head_outputs.numpy(), atol=1e-6)
     np.testing.assert_allclose(numbers(blocks["data"][1]["z"])[0], expected.concatenated.numpy(), atol=1e-6)
     np.testing.assert_allclose(numbers(contributions["data"][0]["y"]), expected.contribution_norms.numpy(), rtol=1e-5)
-    assert "(1, 12, 7, 32)" in app.code[0].value
+    (shapes,) = aligned_lines(app)
+    assert shapes[0].startswith("trace.layers[5].attention.head_outputs  (1, 12, 7, 32)")
+    assert shapes[2].startswith("concatenated                            (384,)   H × d_head = 12 × 32")
 
 
 def test_switching_a_head_off_reports_what_changed(embedded, run):

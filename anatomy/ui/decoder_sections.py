@@ -135,11 +135,11 @@ def read_word() -> str | None:
 
 # --- The sorter -------------------------------------------------------------------------------------------
 
-def sequence_block(walk: decoding.SortingWalkthrough) -> str:
-    """Two aligned lines: the prompt the model reads, then what it writes after it."""
+def sequence_lines(walk: decoding.SortingWalkthrough) -> tuple[str, str]:
+    """Two lines to align: the prompt the model reads, then what it writes after it."""
     prompt = " ".join(_tokens(walk.generation.prompt_ids))
     written = " ".join(_tokens(walk.generation.generated_ids))
-    return f"reads   {prompt}\nwrites  {' ' * len(prompt)} {written}"
+    return f"reads   {prompt}", f"writes  {' ' * len(prompt)} {written}"
 
 
 def steps_table(walk: decoding.SortingWalkthrough) -> pd.DataFrame:
@@ -192,7 +192,7 @@ def layer_head_frame(values) -> pd.DataFrame:
 
 def show_generation(word: str) -> decoding.SortingWalkthrough:
     walk = walkthrough(_folder(SORTER), word)
-    st.code(sequence_block(walk), language=None)
+    widgets.show_aligned_lines(sequence_lines(walk))
     show_result(walk, "sorter")
     st.caption("Every step, as the model took it (steps numbered from 0).")
     st.dataframe(steps_table(walk), key="cm_sorter_steps", column_config=STEP_COLUMNS)
@@ -306,7 +306,7 @@ def show_cheater(word: str, honest: decoding.SortingWalkthrough) -> None:
     st.markdown("#### Beside it, the model trained without the mask")
     st.markdown(CHEATER_INTRO)
     cheater = walkthrough(_folder(CHEATER), word)
-    st.code(sequence_block(cheater), language=None)
+    widgets.show_aligned_lines(sequence_lines(cheater))
     show_result(cheater, "cheater")
     st.dataframe(steps_table(cheater), key="cm_cheater_steps", column_config=STEP_COLUMNS)
     show_cheater_looking_ahead(word, cheater.teacher_forced)

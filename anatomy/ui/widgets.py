@@ -28,6 +28,27 @@ def show_literal(text: str, label: str | None = None) -> None:
     st.code(text if text else " ", language=None, wrap_lines=True)
 
 
+NO_BREAK_SPACE = "\u00a0"
+
+
+def aligned_lines_markdown(lines: Iterable[str]) -> str:
+    """Markdown for lines in a fixed-width font, every space kept, so that columns line up, and shown
+    literally: each line is one code span (its fence longer than any run of backticks inside it, so nothing
+    ends it early), spaces become no-break spaces (markdown would fold them), and lines break hard."""
+    spans = []
+    for line in lines:
+        backtick_runs = "".join(char if char == "`" else " " for char in line).split()
+        fence = "`" * (max(map(len, backtick_runs), default=0) + 1)
+        spans.append(f"{fence} {line.replace(' ', NO_BREAK_SPACE) or NO_BREAK_SPACE} {fence}")
+    return "  \n".join(spans)
+
+
+def show_aligned_lines(lines: Iterable[str]) -> None:
+    """Lines whose columns must line up (a prompt above what the model wrote after it). Lighter than
+    st.code, whose syntax highlighter costs the browser 1.5 MB of JavaScript even for plain text."""
+    st.markdown(aligned_lines_markdown(lines))
+
+
 def expander_if_open(label: str, key: str, expanded: bool = False, icon: str | None = None):
     """An expander whose content is sent only while it is open: the expander to fill, or None while it is
     closed. Opening or closing it reruns the page (from the caches). Content in a closed plain expander is

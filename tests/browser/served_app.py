@@ -38,7 +38,9 @@ def free_port() -> int:
 class StreamlitServer:
     """`streamlit run app.py` on 127.0.0.1, ready once its health endpoint answers."""
 
-    def __init__(self, log_path: Path | None = None, port: int | None = None, environment: dict | None = None):
+    def __init__(self, log_path: Path | None = None, port: int | None = None, environment: dict | None = None,
+                 script: Path = ROOT / "app.py"):
+        self.script = script
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
@@ -47,7 +49,7 @@ class StreamlitServer:
 
     def start(self) -> "StreamlitServer":
         command = [
-            sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+            sys.executable, "-m", "streamlit", "run", str(self.script),
             "--server.headless=true", "--server.address=127.0.0.1", f"--server.port={self.port}",
             "--server.fileWatcherType=none", "--browser.gatherUsageStats=false", "--global.developmentMode=false",
         ]

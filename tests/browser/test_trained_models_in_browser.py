@@ -55,11 +55,31 @@ def test_the_reverser_redraws_its_cross_attention_for_a_word_typed_into_the_page
     assert app.requests_off_loopback() == []
 
 
+# Each paragraph made only of code spans (the aligned lines), as its lines: the text, and the left edge of each
+# character on the screen.
+ALIGNED_LINES = """() => [...document.querySelectorAll('[data-testid="stMarkdownContainer"] p')]
+  .filter(p => p.querySelector('code')
+    && [...p.childNodes].every(node => ['CODE', 'BR'].includes(node.nodeName) || !node.textContent.trim()))
+  .map(p => [...p.querySelectorAll('code')].map(code => {
+    const text = code.firstChild, range = document.createRange(), lefts = [];
+    for (let i = 0; i < text.length; i++) {
+      range.setStart(text, i); range.setEnd(text, i + 1); lefts.push(range.getBoundingClientRect().left);
+    }
+    return {text: text.textContent.replaceAll('\\u00a0', ' '), lefts};
+  }))"""
+
+
 def test_the_sorter_and_the_cheater_paint_side_by_side_from_a_link(app: AppPage):
     app.open("causal", min_plots=3, cm_tab="A trained decoder", cm_word="zebra", cm_cheater="true")
 
     assert app.exceptions() == []
     assert app.page.get_by_text("aberz").first.is_visible()  # the sorter's answer, sorted
+    # What the sorter reads, and below it what it writes, starting where the prompt ends: columns line up.
+    reads, writes = app.page.evaluate(ALIGNED_LINES)[0]
+    assert reads["text"] == "reads   <bos> z e b r a ="
+    assert writes["text"] == "writes  " + " " * 17 + " a b e r z <eos>"
+    assert abs(writes["lefts"][len(reads["text"]) - 1] - reads["lefts"][-1]) < 0.5
+    assert writes["lefts"][len(reads["text"]) + 1] > reads["lefts"][-1]
     assert app.plot_count() > 3, "the cheater's charts are drawn beside the sorter's"
     assert app.query()["cm_word"] == "zebra" and app.query()["cm_cheater"] == "True"
     app.page.get_by_text("Run the cheater beside it").first.scroll_into_view_if_needed()
