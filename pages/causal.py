@@ -407,12 +407,7 @@ def page() -> None:
     st.title("Causal masking")
     st.markdown(WHY_MASK)
     st.latex(MASK_FORMULA)
-    # Only the open tab runs (the tab is bound to the URL): a chart in a hidden tab would still be sent and
-    # drawn before the page counts as painted.
-    for tab, section in zip(st.tabs(list(SECTIONS), key="cm_tab", bind="query-params"), SECTIONS.values()):
-        if tab.open:
-            with tab:
-                section(context)
+    widgets.show_open_tab(SECTIONS, "cm_tab", context)
     widgets.show_source(
         mask_demo.attend, causal_mask, padding_mask, combine_masks, scaled_dot_product_attention,
         toy.masked_softmax, mask_demo.run_padded, decoding.generate_greedily, decoding.teacher_force,

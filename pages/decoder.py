@@ -8,6 +8,7 @@ the family figure and table are built once per server.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 
 import pandas as pd
 import streamlit as st
@@ -278,11 +279,22 @@ def show_families() -> None:
 # --- The page ---------------------------------------------------------------------------------------
 
 NEEDS_A_WORD = "This part runs the reverser on a word it can read: see the message above."
-ATTENTIONS, GENERATION, FAMILIES = "Three attentions", "Writing the answer", "Three families"
+
+
+def on_the_word(show: Callable[[WordView], None]) -> Callable[[WordView | None], None]:
+    """`show(view)`, or a note that the word above could not be read (view is None)."""
+    def show_or_explain(view: WordView | None) -> None:
+        if view is None:
+            st.info(NEEDS_A_WORD, icon=":material/keyboard:")
+        else:
+            show(view)
+    return show_or_explain
+
+
 SECTIONS = {
-    ATTENTIONS: show_attentions,
-    GENERATION: show_generation,
-    FAMILIES: lambda view: show_families(),
+    "Three attentions": on_the_word(show_attentions),
+    "Writing the answer": on_the_word(show_generation),
+    "Three families": lambda view: show_families(),
 }
 
 
@@ -301,15 +313,7 @@ def page() -> None:
         checked = choose_word(pretrained.task)
         if checked.problem is None:
             view = word_view(checked.word)
-    # Only the open tab runs (the tab is bound to the URL): a chart in a hidden tab would still be sent and
-    # drawn before the page counts as painted.
-    for tab, (name, show) in zip(st.tabs(list(SECTIONS), key="dec_tab", bind="query-params"), SECTIONS.items()):
-        if tab.open:
-            with tab:
-                if view is None and name != FAMILIES:
-                    st.info(NEEDS_A_WORD, icon=":material/keyboard:")
-                else:
-                    show(view)
+    widgets.show_open_tab(SECTIONS, "dec_tab", view)
     widgets.show_source(
         seq2seq_lesson.reverse_word, EncoderDecoder.generate_greedy, DecoderLayer, families.family_masks,
         parameter_breakdown,

@@ -396,8 +396,4 @@ SECTIONS = {"Attention, all layers": attention_section, "Hidden states": hidden_
             "Feed-forward": feed_forward_section, "Classification head": classifier_section,
             "Parameters": parameters_section}
 
-# Only the open tab runs (the tab is bound to the URL), which keeps a rerun light on long texts.
-for tab, section in zip(st.tabs(list(SECTIONS), key="enc_tab", bind="query-params"), SECTIONS.values()):
-    if tab.open:
-        with tab:
-            section()
+widgets.show_open_tab(SECTIONS, "enc_tab")

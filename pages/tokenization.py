@@ -309,15 +309,8 @@ if getattr(context.pretrained.tokenizer, "do_lower_case", False):
     notes += (" This tokenizer is *uncased*: it lowercases the text and strips accents before cutting, so "
               "`Token` and `token` get the same id.")
 
-# Only the open tab runs (the tab is bound to the URL): a chart in a hidden tab would still be sent and drawn
-# before the page counts as painted.
-tabs = st.tabs(["Text → tokens", "Tokens → vectors", "Three tokenizers"], key="tok_tab", bind="query-params")
-drawers = [
-    lambda: show_tokens(rows, read, notes, context.pretrained.config.vocab_size),
-    lambda: show_lookup(context, pair),
-    lambda: show_zoo(context, read[0]),
-]
-for tab, draw in zip(tabs, drawers):
-    if tab.open:
-        with tab:
-            draw()
+widgets.show_open_tab({
+    "Text → tokens": lambda: show_tokens(rows, read, notes, context.pretrained.config.vocab_size),
+    "Tokens → vectors": lambda: show_lookup(context, pair),
+    "Three tokenizers": lambda: show_zoo(context, read[0]),
+}, "tok_tab")

@@ -58,6 +58,16 @@ def expander_if_open(label: str, key: str, expanded: bool = False, icon: str | N
     return expander if expander.open else None
 
 
+def show_open_tab(sections: dict[str, Callable[..., None]], key: str, *arguments) -> None:
+    """Tabs named after `sections`, bound to the URL under `key` (a link names the open one), where only the
+    open tab runs: `sections[its name](*arguments)`. A chart in a hidden tab would still be sent and drawn
+    before the page counts as painted, and a rerun on a long text would compute every tab."""
+    for tab, show in zip(st.tabs(list(sections), key=key, bind="query-params"), sections.values()):
+        if tab.open:
+            with tab:
+                show(*arguments)
+
+
 SOURCE_TITLE = "The code this page runs"
 
 
