@@ -41,9 +41,10 @@ def _traced_forward(model: nn.Module, ids: Sequence[int]) -> tuple[Tensor, Tenso
     device = next(model.parameters()).device
     with torch.inference_mode():
         output = model(torch.tensor([list(ids)], device=device), trace=True)
-    log_probabilities = output.logits[0].double().log_softmax(dim=-1)                   # (T, V)
+    # float64 on the CPU: Apple's MPS has no float64, and the pages read these with numpy.
+    log_probabilities = output.logits[0].to("cpu", torch.float64).log_softmax(dim=-1)   # (T, V)
     attention = torch.stack([weights[0] for weights in output.attentions])             # (L, H, T, T)
-    return log_probabilities.cpu(), attention.cpu()
+    return log_probabilities, attention.cpu()
 
 
 # --- Generation, one token at a time -------------------------------------------------------------------

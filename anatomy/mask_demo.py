@@ -182,4 +182,4 @@ def crop(matrix: Tensor, rows: Sequence[int], columns: Sequence[int]) -> Tensor:
 
 def largest_difference(first: Tensor, second: Tensor) -> float:
     """max |first − second|: how far two computations of the same numbers drifted apart."""
-    return float((first.double() - second.double()).abs().max()) if first.numel() else 0.0
+    return float((first.to("cpu", torch.float64) - second.to("cpu", torch.float64)).abs().max()) if first.numel() else 0.0

@@ -17,6 +17,17 @@ def embedded():
 
 
 @pytest.fixture(scope="session")
+def served(embedded):
+    """The embedded checkpoint on the device the app itself runs it on (CUDA or MPS where present, else the
+    CPU, where this is `embedded`). Page tests that hold a page to the exact numbers the model computes take
+    their expected values from this one: two devices round float32 differently (about 1e-6 apart)."""
+    from anatomy.ui.loaders import usable_device
+
+    device = usable_device()
+    return embedded if device == "cpu" else anatomy.load_pretrained(device=device)
+
+
+@pytest.fixture(scope="session")
 def hf_bert(embedded):
     """The same checkpoint folder read by transformers' `BertModel` with the eager (explicit softmax)
     attention, so that it can return attention weights to compare against."""

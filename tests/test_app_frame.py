@@ -6,7 +6,10 @@ import ast
 from pathlib import Path
 
 import pytest
+import torch
 
+from anatomy.devices import describe_device
+from anatomy.ui import loaders
 from anatomy.ui.widgets import aligned_lines_markdown
 from apptest_helpers import HOSTILE_TEXTS, all_markdown, assert_clean, open_page
 
@@ -18,7 +21,8 @@ def test_welcome_page_shows_the_model_in_use_and_the_device():
     app = open_page("pages/home.py")
     assert_clean(app)
     assert any("6 layers, 12 attention heads of width 32" in item.value for item in app.markdown)
-    assert any("CPU" in item.value for item in app.sidebar.markdown)  # the device badge
+    badge = describe_device(torch.device(loaders.usable_device()))  # "CPU", or "CUDA (NVIDIA H100 80GB HBM3)"
+    assert any(badge in item.value for item in app.sidebar.markdown)
 
 
 def test_sidebar_text_comes_from_the_link():

@@ -170,7 +170,7 @@ def tiny_classifier_folder(tmp_path_factory):
 def test_sequence_classifier_logits_match_bert_for_sequence_classification(tiny_classifier_folder):
     from transformers import BertForSequenceClassification
 
-    loaded = anatomy.load_pretrained(str(tiny_classifier_folder))
+    loaded = anatomy.load_pretrained(str(tiny_classifier_folder), device="cpu")  # beside the CPU reference
     assert isinstance(loaded.model, SequenceClassifier) and loaded.tokenizer is None
     reference = BertForSequenceClassification.from_pretrained(
         str(tiny_classifier_folder), attn_implementation="eager").eval()

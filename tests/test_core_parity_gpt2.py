@@ -20,22 +20,26 @@ VOCABULARY = 101
 PROMPTS = ([7], [3, 14, 15, 92], [2, 71, 82, 81, 82, 84, 59])
 
 
-@pytest.fixture(scope="module")
-def checkpoint_folder(tmp_path_factory):
+def save_wandering_gpt2(folder):
+    """A tiny random GPT-2 (2 layers, 4 heads, width 32) saved in `folder`, drawn with std 0.5 from seed 0."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
     config = GPT2Config(vocab_size=VOCABULARY, n_positions=64, n_embd=32, n_layer=2, n_head=4,
                         initializer_range=0.5, bos_token_id=None, eos_token_id=None,
                         attn_implementation="eager")
-    folder = tmp_path_factory.mktemp("tiny-gpt2")
     GPT2LMHeadModel(config).eval().save_pretrained(folder)
     return folder
 
 
 @pytest.fixture(scope="module")
+def checkpoint_folder(tmp_path_factory):
+    return save_wandering_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
+
+
+@pytest.fixture(scope="module")
 def ours(checkpoint_folder):
-    return anatomy.load_pretrained(str(checkpoint_folder)).model
+    return anatomy.load_pretrained(str(checkpoint_folder), device="cpu").model  # beside the CPU reference
 
 
 @pytest.fixture(scope="module")

@@ -58,8 +58,8 @@ def metric(app, label_start: str) -> float:
 
 
 @pytest.fixture(scope="module")
-def traced(embedded):
-    return run_encoder(embedded.model, embedded.tokenizer, TEXT)
+def traced(served):
+    return run_encoder(served.model, served.tokenizer, TEXT)
 
 
 def test_the_toy_example_shows_the_notes_numbers_step_by_step():
@@ -68,10 +68,10 @@ def test_the_toy_example_shows_the_notes_numbers_step_by_step():
     assert app.segmented_control(key="att_source").value == "toy"
     assert app.select_slider(key="att_step").value == 1
     expected = toy.love_mathematics()
-    assert np.array_equal(table(app, "Q"), expected.query.numpy())
-    assert np.array_equal(table(app, "K"), expected.key.numpy())
-    assert np.array_equal(table(app, "V"), expected.value.numpy())
-    assert np.array_equal(figure_trace(app, "K")["z"], expected.key.numpy())
+    assert np.array_equal(table(app, "Q"), expected.query.cpu().numpy())
+    assert np.array_equal(table(app, "K"), expected.key.cpu().numpy())
+    assert np.array_equal(table(app, "V"), expected.value.cpu().numpy())
+    assert np.array_equal(figure_trace(app, "K")["z"], expected.key.cpu().numpy())
     for step, name, matrix in [
         (2, "QKᵀ (query ↓ key →)", expected.raw_scores),
         (3, "QKᵀ/√d_k (query ↓ key →)", expected.scaled_scores),
@@ -80,9 +80,9 @@ def test_the_toy_example_shows_the_notes_numbers_step_by_step():
     ]:
         app.select_slider(key="att_step").set_value(step).run()
         assert_clean(app)
-        assert np.allclose(table(app, name), matrix.numpy(), rtol=1e-12), name
-    assert np.allclose(figure_trace(app, "output = A V")["z"], expected.output.numpy(), rtol=1e-3)
-    assert np.allclose(table(app, "weight × value, query 1")[:, 0], expected.weights[1].numpy())
+        assert np.allclose(table(app, name), matrix.cpu().numpy(), rtol=1e-12), name
+    assert np.allclose(figure_trace(app, "output = A V")["z"], expected.output.cpu().numpy(), rtol=1e-3)
+    assert np.allclose(table(app, "weight × value, query 1")[:, 0], expected.weights[1].cpu().numpy())
 
 
 def test_editing_a_cell_recomputes_every_step():
@@ -96,8 +96,8 @@ def test_editing_a_cell_recomputes_every_step():
         toy.LOVE_MATHEMATICS_W_V,
     )
     weights = table(app, "softmax weights (query ↓ key →)")
-    assert np.allclose(weights, expected.weights.numpy(), rtol=1e-12)
-    assert not np.allclose(weights, toy.love_mathematics().weights.numpy())  # the edit really changed them
+    assert np.allclose(weights, expected.weights.cpu().numpy(), rtol=1e-12)
+    assert not np.allclose(weights, toy.love_mathematics().weights.cpu().numpy())  # the edit really changed them
     app.select_slider(key="att_step").set_value(1).run()
     assert table(app, "Q")[0].tolist() == [13.0, 1.0, 5.0, 4.0]  # (5, 2, 0, 1) · W_Q
 
@@ -113,7 +113,7 @@ def test_bad_cells_are_named_inline_the_edits_stay_and_fixing_them_recomputes():
     assert not any(frame.value.index.name == "Q" for frame in app.dataframe)  # nothing computed from it
     edit(app, "W_Q", {0: {"1": "2"}, 1: {"2": "0"}, 2: {"3": "0"}, 3: {"4": "0"}})  # the seed's values
     assert not app.error
-    assert np.array_equal(table(app, "Q"), toy.love_mathematics().query.numpy())
+    assert np.array_equal(table(app, "Q"), toy.love_mathematics().query.cpu().numpy())
 
 
 def test_a_hostile_cell_is_quoted_escaped_and_reset_brings_the_seed_back():
@@ -124,7 +124,7 @@ def test_a_hostile_cell_is_quoted_escaped_and_reset_brings_the_seed_back():
     app.button(key="att_reset").click().run()
     assert not app.error
     assert app.session_state["att_toy_cells"]["X"][1] == ["1", "1", "2", "1"]
-    assert np.array_equal(table(app, "Q"), toy.love_mathematics().query.numpy())
+    assert np.array_equal(table(app, "Q"), toy.love_mathematics().query.cpu().numpy())
 
 
 def test_edits_survive_a_visit_to_another_source():
@@ -140,7 +140,7 @@ def test_the_apple_example_computes_six_and_a_half_and_names_the_notes_slip():
     app = open_page(PAGE, query={"att_source": "apple", "att_step": "5"})
     assert_clean(app)
     expected = toy.apple_iphones()
-    assert np.allclose(table(app, "output"), expected.output.numpy())
+    assert np.allclose(table(app, "output"), expected.output.cpu().numpy())
     assert table(app, "output")[2].tolist() == pytest.approx([6.5, 14.5])
     text = all_markdown(app)
     assert "(6.5, 14.5)" in text
@@ -154,7 +154,7 @@ def test_a_model_head_shows_the_traced_weights_of_the_chosen_layer_and_head(trac
     app.slider(key="att_layer").set_value(3).run()
     app.slider(key="att_head").set_value(7).run()
     assert_clean(app)
-    expected = traced.output.trace.layers[3].attention.weights[0, 7].double().numpy()
+    expected = traced.output.trace.layers[3].attention.weights[0, 7].double().cpu().numpy()
     assert np.allclose(table(app, "softmax weights (query ↓ key →)"), expected, rtol=1e-6, atol=1e-9)
     figure = figure_trace(app, "softmax weight")
     assert np.allclose(figure["z"], expected, rtol=1e-3, atol=1e-6)
@@ -182,7 +182,7 @@ def test_embeddings_as_q_k_and_v_match_the_package(traced):
     assert_clean(app)
     expected = embedding_self_attention(traced.tokenized.tokens, traced.output.trace.embeddings.output[0])
     weights = table(app, "softmax weights (query ↓ key →)")
-    assert np.allclose(weights, expected.weights.numpy(), rtol=1e-9)
+    assert np.allclose(weights, expected.weights.cpu().numpy(), rtol=1e-9)
     assert (weights.argmax(axis=1) == np.arange(len(weights))).all()  # each embedding agrees best with itself
 
 
@@ -222,11 +222,11 @@ def test_next_and_back_move_through_the_steps():
     assert app.select_slider(key="att_step").value == 2
 
 
-def test_a_long_text_is_shown_through_a_window_with_the_whole_pattern_one_click_away(embedded):
+def test_a_long_text_is_shown_through_a_window_with_the_whole_pattern_one_click_away(served):
     text = " ".join(["word"] * 120)
     app = open_page(PAGE, text=text, query={"att_source": "model", "att_step": "4", "att_window_start": "30"})
     assert_clean(app)
-    tokens = len(run_encoder(embedded.model, embedded.tokenizer, text).tokenized)
+    tokens = len(run_encoder(served.model, served.tokenizer, text).tokenized)
     assert not app.dataframe                       # 48 rows: the numbers wait in a closed expander
     weights = table(open_expander(app, "att_numbers_weights"), "softmax weights (query ↓ key →)")
     assert weights.shape == (FOCUS_WINDOW, FOCUS_WINDOW)

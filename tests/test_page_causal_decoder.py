@@ -12,6 +12,7 @@ import torch
 import anatomy
 from anatomy import decoding
 from anatomy.recipes import RECIPES
+from anatomy.ui import loaders
 from anatomy.ui.decoder_sections import MAX_WORD_CHARACTERS
 from anatomy.ui.widgets import escape_markdown
 from apptest_helpers import (
@@ -48,7 +49,9 @@ def sorter_texts(app) -> str:
 
 @pytest.fixture(scope="module")
 def shipped():
-    return {name: anatomy.load_pretrained(str(RECIPES[name].folder), device="cpu")
+    """The sorter and the cheater on the device the page runs them on, so that its numbers can be matched
+    exactly (another device would round float32 about 1e-6 differently)."""
+    return {name: anatomy.load_pretrained(str(RECIPES[name].folder), device=loaders.usable_device())
             for name in ("sorter", "sorter-cheater")}
 
 
@@ -364,8 +367,6 @@ def test_a_model_with_no_tokenizer_in_the_sidebar_is_explained_and_the_sorter_st
 
 
 def test_the_shared_sorter_and_cheater_are_bit_for_bit_unchanged_by_the_page(shipped):
-    from anatomy.ui import loaders
-
     folders = [str(RECIPES[name].folder) for name in ("sorter", "sorter-cheater")]
     before = [loaders.weights_fingerprint(loaders.get_model(folder).model) for folder in folders]
     app = open_tab(TRAINED, query={"cm_cheater": "true", "cm_word": "quartz"})

@@ -47,8 +47,8 @@ def open_tab(tab: str, text: str = TEXT, **query: str):
 
 
 @pytest.fixture(scope="module")
-def traced(embedded):
-    return run_encoder(embedded.model, embedded.tokenizer, TEXT)
+def traced(served):
+    return run_encoder(served.model, served.tokenizer, TEXT)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -65,7 +65,7 @@ def test_default_view_tiles_all_72_maps_and_shows_layer_0_head_0_in_full(traced)
     overview, full_map = heatmaps(app)
     mosaic = overview["z"]
     assert mosaic.shape == (6 * 8 - 1, 12 * 8 - 1)  # 7 tokens per map plus one empty line
-    weights = traced.attention_weights.numpy()
+    weights = traced.attention_weights.cpu().numpy()
     np.testing.assert_allclose(mosaic[8:15, 16:23], weights[1, 2], rtol=1e-6)  # layer 1, head 2
     np.testing.assert_allclose(full_map["z"], weights[0, 0], rtol=1e-6)
     assert "average-pooled" not in all_markdown(app)
@@ -76,7 +76,7 @@ def test_choosing_a_layer_and_head_shows_that_map_and_puts_it_in_the_url(traced)
     app.slider(key="enc_layer").set_value(3).run()
     app.slider(key="enc_head").set_value(8).run()
     assert_clean(app)
-    np.testing.assert_allclose(heatmaps(app)[1]["z"], traced.attention_weights[3, 8].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(heatmaps(app)[1]["z"], traced.attention_weights[3, 8].cpu().numpy(), rtol=1e-6)
     (frame,) = plotly_figures(app)[0]["layout"]["shapes"]
     assert (frame["x0"], frame["y0"]) == (8 * 8 - 0.5, 3 * 8 - 0.5)
     assert [subheader.value for subheader in app.subheader] == ["Layer 3, head 8, every weight"]
@@ -87,7 +87,7 @@ def test_a_shared_link_restores_layer_and_head_as_the_indices_the_code_uses(trac
     app = open_page(PAGE, text=TEXT, query={"enc_layer": "1", "enc_head": "6"})
     assert_clean(app)
     assert app.slider(key="enc_layer").value == 1 and app.slider(key="enc_head").value == 6
-    np.testing.assert_allclose(heatmaps(app)[1]["z"], traced.attention_weights[1, 6].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(heatmaps(app)[1]["z"], traced.attention_weights[1, 6].cpu().numpy(), rtol=1e-6)
     assert [subheader.value for subheader in app.subheader] == ["Layer 1, head 6, every weight"]
 
 
@@ -95,7 +95,7 @@ def test_the_last_layer_and_head_are_reachable_from_a_link(traced):
     app = open_page(PAGE, text=TEXT, query={"enc_layer": "5", "enc_head": "11"})
     assert_clean(app)
     assert app.slider(key="enc_layer").value == 5 and app.slider(key="enc_head").value == 11
-    np.testing.assert_allclose(heatmaps(app)[1]["z"], traced.attention_weights[5, 11].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(heatmaps(app)[1]["z"], traced.attention_weights[5, 11].cpu().numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("layer, head", [("6", "12"), ("-1", "-1"), ("abc", "1.5"), ("99", "")])
@@ -104,12 +104,12 @@ def test_invalid_tab_layer_and_head_in_a_link_fall_back_to_the_first(traced, lay
     assert_clean(app)
     assert app.slider(key="enc_layer").value == 0 and app.slider(key="enc_head").value == 0
     overview, full_map = heatmaps(app)  # the first tab, attention, is open
-    np.testing.assert_allclose(full_map["z"], traced.attention_weights[0, 0].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(full_map["z"], traced.attention_weights[0, 0].cpu().numpy(), rtol=1e-6)
     assert app.query_params["enc_layer"] == "0" and app.query_params["enc_head"] == "0"
 
 
-def test_a_long_text_is_pooled_in_the_overview_and_windowed_at_full_resolution(embedded):
-    long_run = run_encoder(embedded.model, embedded.tokenizer, LONG_TEXT)
+def test_a_long_text_is_pooled_in_the_overview_and_windowed_at_full_resolution(served):
+    long_run = run_encoder(served.model, served.tokenizer, LONG_TEXT)
     num_tokens = len(long_run.tokenized)
     assert num_tokens > 128
     app = open_page(PAGE, text=LONG_TEXT, query={"enc_window": "10"})
@@ -117,11 +117,11 @@ def test_a_long_text_is_pooled_in_the_overview_and_windowed_at_full_resolution(e
     assert "average-pooled to 32 × 32" in all_markdown(app)
     pooled = stack_analysis.pool_attention(long_run.attention_weights)
     overview, full_map = heatmaps(app)
-    np.testing.assert_allclose(overview["z"][:32, :32], pooled.weights[0, 0].numpy(), rtol=1e-5)
+    np.testing.assert_allclose(overview["z"][:32, :32], pooled.weights[0, 0].cpu().numpy(), rtol=1e-5)
     # the map below is not pooled: 64 query rows from token 10, every key
     assert app.slider(key="enc_window").value == 10
     assert full_map["y"][0].startswith("10: ") and len(full_map["y"]) == 64 and len(full_map["x"]) == num_tokens
-    np.testing.assert_allclose(full_map["z"], long_run.attention_weights[0, 0, 10:74].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(full_map["z"], long_run.attention_weights[0, 0, 10:74].cpu().numpy(), rtol=1e-6)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -133,18 +133,18 @@ def test_hidden_state_norms_and_self_similarities_are_the_traced_ones(traced):
     assert_clean(app)
     states = traced.output.hidden_states
     norms = figure_titled(app, "‖h‖ of every token")["data"][0]
-    np.testing.assert_allclose(norms["z"], stack_analysis.hidden_state_norms(states).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(norms["z"], stack_analysis.hidden_state_norms(states).cpu().numpy(), rtol=1e-6)
     # each hidden state is named for the layer that produced it
     assert list(norms["y"]) == ["embeddings"] + [f"after layer {layer}" for layer in range(6)]
     similarity = figure_titled(app, "cosine similarity of each token")["data"][0]
-    np.testing.assert_allclose(similarity["z"], stack_analysis.similarity_to_previous_layer(states).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(similarity["z"], stack_analysis.similarity_to_previous_layer(states).cpu().numpy(), rtol=1e-6)
     assert similarity["y"][0] == "after layer 0 vs embeddings"
     assert "“after layer 5 vs after layer 4”: 0.658" in all_markdown(app)
 
     app.segmented_control(key="enc_compare").set_value("embeddings").run()
     assert_clean(app)
     similarity = figure_titled(app, "cosine similarity of each token")["data"][0]
-    np.testing.assert_allclose(similarity["z"], stack_analysis.similarity_to_embeddings(states).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(similarity["z"], stack_analysis.similarity_to_embeddings(states).cpu().numpy(), rtol=1e-6)
     assert similarity["y"][-1] == "after layer 5 vs embeddings"
     assert app.query_params["enc_compare"] == "embeddings"
 
@@ -176,18 +176,18 @@ def test_a_word_missing_from_one_sentence_says_so_and_keeps_the_input():
     assert app.text_input(key="enc_word").value == "banana"
 
 
-def test_a_word_of_several_pieces_is_averaged_and_the_page_says_so(embedded):
+def test_a_word_of_several_pieces_is_averaged_and_the_page_says_so(served):
     sentence_a, sentence_b = "unbelievably good", "that is unbelievably bad"
     app = open_tab("A word in context", enc_sentence_a=sentence_a, enc_sentence_b=sentence_b, enc_word="unbelievably")
     assert_clean(app)
     assert "mean of its pieces" in all_markdown(app)
     assert list(app.dataframe[0].value["word pieces used"]) == ["un ##bel ##ie ##va ##bly"] * 2
-    run_a = run_encoder(embedded.model, embedded.tokenizer, sentence_a)
-    run_b = run_encoder(embedded.model, embedded.tokenizer, sentence_b)
+    run_a = run_encoder(served.model, served.tokenizer, sentence_a)
+    run_b = run_encoder(served.model, served.tokenizer, sentence_b)
     expected = stack_analysis.contextual_similarity(
         run_a.output.hidden_states, range(1, 6), run_b.output.hidden_states, range(3, 8)
     )
-    np.testing.assert_allclose(decoded(plotly_figures(app)[0]["data"][0]["y"]), expected.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(decoded(plotly_figures(app)[0]["data"][0]["y"]), expected.cpu().numpy(), rtol=1e-6)
 
 
 def test_hostile_sentences_are_never_rendered_as_markdown():
@@ -207,11 +207,11 @@ def test_hostile_sentences_are_never_rendered_as_markdown():
 # Layer norm placement
 
 
-def test_the_main_path_and_the_untrained_demonstration_are_computed_not_asserted(embedded, traced):
+def test_the_main_path_and_the_untrained_demonstration_are_computed_not_asserted(served, traced):
     app = open_tab("Pre-LN vs post-LN", enc_layer="2")
     assert_clean(app)
     main_path = figure_titled(app, "‖h‖ along the main path")
-    expected = stack_analysis.stack_main_path_norms(traced.output.trace).numpy()
+    expected = stack_analysis.stack_main_path_norms(traced.output.trace).cpu().numpy()
     by_name = {trace["name"]: trace["y"] for trace in main_path["data"]}
     np.testing.assert_allclose(by_name["mean over tokens"], expected.mean(axis=1), rtol=1e-6)
     shaded = [shape for shape in main_path["layout"]["shapes"] if shape["type"] == "rect"]
@@ -219,12 +219,12 @@ def test_the_main_path_and_the_untrained_demonstration_are_computed_not_asserted
     assert "Layer 2: ‖h‖ of every token at each point of the block (from the trace)." in all_markdown(app)
     table = app.dataframe[0].value
     np.testing.assert_allclose(table.to_numpy(dtype=float),
-                               stack_analysis.main_path_norms(traced.output.trace.layers[2]).numpy().T, atol=5e-4)
+                               stack_analysis.main_path_norms(traced.output.trace.layers[2]).cpu().numpy().T, atol=5e-4)
 
     growth = figure_titled(app, "mean ‖h‖ on the main path, untrained")
     by_name = {trace["name"]: trace["y"] for trace in growth["data"]}
     embeddings = traced.output.trace.embeddings.output
-    pre = stack_analysis.main_path_growth(embeddings, embedded.config, "pre").norms.mean(dim=1).numpy()
+    pre = stack_analysis.main_path_growth(embeddings, served.config, "pre").norms.mean(dim=1).cpu().numpy()
     np.testing.assert_allclose(by_name["pre-LN"], pre, rtol=1e-6)
     np.testing.assert_allclose(by_name["post-LN"][1:], np.full(6, 384 ** 0.5), atol=1e-3)
     assert "pre-LN grows from 8.96 to 17.26 (×1.93)" in all_markdown(app)
@@ -240,7 +240,7 @@ def test_feed_forward_shows_the_most_active_neurons_and_the_share_above_zero(tra
     activation = traced.output.trace.layers[1].feed_forward.hidden_activation[0]
     neurons = stack_analysis.most_active_neurons(activation, 32)
     (heatmap,) = heatmaps(app)
-    np.testing.assert_allclose(heatmap["z"], activation[:, neurons].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(heatmap["z"], activation[:, neurons].cpu().numpy(), rtol=1e-6)
     assert list(heatmap["x"]) == [f"n{neuron}" for neuron in neurons.tolist()]
     fractions = stack_analysis.positive_fraction_by_layer(traced.output.trace)
     assert app.metric[0].label == "Activations above 0 in layer 1"
@@ -255,16 +255,16 @@ def test_feed_forward_shows_the_most_active_neurons_and_the_share_above_zero(tra
 # Classification head
 
 
-def test_the_untrained_head_maps_cls_to_the_chosen_number_of_labels(embedded, traced):
+def test_the_untrained_head_maps_cls_to_the_chosen_number_of_labels(served, traced):
     app = open_tab("Classification head", enc_labels="7")
     assert_clean(app)
     assert app.number_input(key="enc_labels").value == 7
     head = stack_analysis.apply_classifier_head(
-        embedded.model, traced.output.last_hidden_state, stack_analysis.untrained_classifier(384, 7)
+        served.model, traced.output.last_hidden_state, stack_analysis.untrained_classifier(384, 7)
     )
     table = app.dataframe[0].value
-    np.testing.assert_allclose(table["logit"], head.logits.numpy(), rtol=1e-5)
-    np.testing.assert_allclose(table["probability"], head.probabilities.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(table["logit"], head.logits.cpu().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(table["probability"], head.probabilities.cpu().numpy(), rtol=1e-5)
     assert "W (7, 384)" in all_markdown(app) and "untrained" in all_markdown(app)
 
     app.number_input(key="enc_labels").set_value(3).run()

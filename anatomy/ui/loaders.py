@@ -45,7 +45,7 @@ FORWARD_GATE = threading.BoundedSemaphore(MAX_CONCURRENT_FORWARDS)
 
 def get_model(reference: str = "") -> PretrainedModel:
     """The model for a reference ("" or the default name: the embedded one). Raises ModelLoadError."""
-    return _load_model(reference.strip() or DEFAULT_MODEL_NAME, _usable_device())
+    return _load_model(reference.strip() or DEFAULT_MODEL_NAME, usable_device())
 
 
 @st.cache_resource(show_spinner="Loading the model (once per server)…")
@@ -54,7 +54,7 @@ def _load_model(reference: str, device: str) -> PretrainedModel:
     return load_pretrained(reference, device=device)
 
 
-def _usable_device() -> str:
+def usable_device() -> str:
     """The device $ANATOMY_DEVICE asks for, or the CPU when this machine lacks it (see `device_problem`)."""
     try:
         return str(choose_device())
