@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from anatomy.analysis import TokenizedText, tokenize
+from anatomy.devices import float64_on_the_cpu
 from anatomy.tasks import SortingTask, answer_text
 
 
@@ -41,8 +42,7 @@ def _traced_forward(model: nn.Module, ids: Sequence[int]) -> tuple[Tensor, Tenso
     device = next(model.parameters()).device
     with torch.inference_mode():
         output = model(torch.tensor([list(ids)], device=device), trace=True)
-    # float64 on the CPU: Apple's MPS has no float64, and the pages read these with numpy.
-    log_probabilities = output.logits[0].to("cpu", torch.float64).log_softmax(dim=-1)   # (T, V)
+    log_probabilities = float64_on_the_cpu(output.logits[0]).log_softmax(dim=-1)        # (T, V)
     attention = torch.stack([weights[0] for weights in output.attentions])             # (L, H, T, T)
     return log_probabilities, attention.cpu()
 

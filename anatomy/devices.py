@@ -38,6 +38,12 @@ def choose_device(requested: str | None = None) -> torch.device:
     return torch.device(requested)
 
 
+def float64_on_the_cpu(tensor: torch.Tensor) -> torch.Tensor:
+    """A detached float64 copy on the CPU, wherever `tensor` lives: numbers for a learner to read (numpy reads
+    only CPU memory). The move comes before the cast, since Apple's MPS has no float64 at all."""
+    return tensor.detach().cpu().to(torch.float64)
+
+
 def describe_device(device: torch.device) -> str:
     """A short human label such as 'CUDA (NVIDIA H100)' or 'CPU'."""
     if device.type == "cuda":

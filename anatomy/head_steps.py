@@ -12,16 +12,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import torch
 from torch import Tensor
 
 from anatomy.attention import scaled_dot_product_attention
+from anatomy.devices import float64_on_the_cpu
 from anatomy.toy import SingleHeadSteps
 from anatomy.trace import AttentionTrace
-
-# Every step is float64 on the CPU, wherever the model ran: the page reads it with numpy, and Apple's MPS has no
-# float64 at all. The copy is one head's (T, d) and (T, T) matrices.
-ON_THE_CPU = torch.device("cpu")
 
 # A score matrix of more tokens than this is shown through a window of this many tokens.
 FOCUS_WINDOW = 48
@@ -33,7 +29,7 @@ def embedding_self_attention(tokens, embeddings: Tensor) -> SingleHeadSteps:
     This is the simplest case of the chapter notes: a token's score with another is just how much their
     embeddings point the same way, so every token looks mostly at itself.
     """
-    inputs = embeddings.detach().to(ON_THE_CPU, torch.float64)   # (T, D)
+    inputs = float64_on_the_cpu(embeddings)                      # (T, D)
     output, weights = scaled_dot_product_attention(inputs, inputs, inputs)
     raw_scores = inputs @ inputs.T                                # (T, T)
     scaled_scores = raw_scores / math.sqrt(inputs.size(-1))
@@ -43,28 +39,28 @@ def embedding_self_attention(tokens, embeddings: Tensor) -> SingleHeadSteps:
 
 
 def traced_head_steps(tokens, attention: AttentionTrace, head: int, layer_input: Tensor) -> SingleHeadSteps:
-    """Head `head` of one traced attention sublayer (batch item 0), every step in float64.
+    """Head `head` of one traced attention sublayer (batch item 0), every step in float64 on the CPU.
 
     The weights and outputs are the ones the model computed; the scores are recomputed from its recorded
     queries and keys exactly as `AttentionTrace.raw_scores` does, one head only (in float64, so that the
     neuron view's sum of products matches the score to the last printed digit).
     """
     query, key, value = (
-        part[0, head].detach().to(ON_THE_CPU, torch.float64) for part in (attention.query, attention.key, attention.value)
+        float64_on_the_cpu(part[0, head]) for part in (attention.query, attention.key, attention.value)
     )                                                             # (T, d_head), (S, d_head), (S, d_head)
     raw_scores = query @ key.T                                    # (T, S)
     scaled_scores = raw_scores / attention.scale
     masked_scores = scaled_scores
     if attention.mask is not None:
-        allowed = attention.mask.expand(*attention.query.shape[:-1], attention.key.size(-2))[0, head].to(ON_THE_CPU)  # (T, S)
+        allowed = attention.mask.expand(*attention.query.shape[:-1], attention.key.size(-2))[0, head].cpu()  # (T, S)
         masked_scores = scaled_scores.masked_fill(~allowed, float("-inf"))
     return SingleHeadSteps(
         tuple(tokens),
-        layer_input.detach()[0].to(ON_THE_CPU, torch.float64),   # (T, D) what the head projected
+        float64_on_the_cpu(layer_input[0]),                       # (T, D) what the head projected
         query, key, value,
         raw_scores, scaled_scores, masked_scores,
-        attention.weights[0, head].detach().to(ON_THE_CPU, torch.float64),   # (T, S)
-        attention.head_outputs[0, head].detach().to(ON_THE_CPU, torch.float64),  # (T, d_head)
+        float64_on_the_cpu(attention.weights[0, head]),           # (T, S)
+        float64_on_the_cpu(attention.head_outputs[0, head]),      # (T, d_head)
     )
 
 

@@ -18,6 +18,7 @@ from torch import Tensor
 
 from anatomy.analysis import EncoderRun, TokenizedText
 from anatomy.attention import scaled_dot_product_attention
+from anatomy.devices import float64_on_the_cpu
 from anatomy.masks import causal_mask, combine_masks, padding_mask
 from anatomy.toy import masked_softmax
 from anatomy.trace import AttentionTrace
@@ -182,4 +183,4 @@ def crop(matrix: Tensor, rows: Sequence[int], columns: Sequence[int]) -> Tensor:
 
 def largest_difference(first: Tensor, second: Tensor) -> float:
     """max |first − second|: how far two computations of the same numbers drifted apart."""
-    return float((first.to("cpu", torch.float64) - second.to("cpu", torch.float64)).abs().max()) if first.numel() else 0.0
+    return float((float64_on_the_cpu(first) - float64_on_the_cpu(second)).abs().max()) if first.numel() else 0.0

@@ -107,3 +107,10 @@ def test_importing_every_core_module_loads_no_ui_library():
                             cwd=PACKAGE.parent)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_numbers_for_a_learner_are_a_detached_float64_copy_on_the_cpu():
+    weights = torch.tensor([[0.25, 0.75]], requires_grad=True)
+    shown = devices.float64_on_the_cpu(weights * 1)
+    assert shown.device.type == "cpu" and shown.dtype == torch.float64 and not shown.requires_grad
+    assert shown.tolist() == [[0.25, 0.75]]

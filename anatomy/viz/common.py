@@ -8,6 +8,8 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from anatomy.devices import float64_on_the_cpu
+
 ATTENTION_SCALE = "Purples"   # weights in [0, 1]
 DIVERGING_SCALE = "RdBu_r"     # signed values, centred on 0
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
@@ -36,7 +38,7 @@ def safe_label(text: str) -> str:
 def as_array(values) -> np.ndarray:
     """numpy view of a tensor or nested list (float64 for exact hover values)."""
     if hasattr(values, "detach"):
-        values = values.detach().to("cpu").double().numpy()
+        values = float64_on_the_cpu(values).numpy()
     return np.asarray(values, dtype=float)
 
 
