@@ -13,7 +13,7 @@ RUN useradd --create-home --uid 1000 user
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     HOME=/home/user VIRTUAL_ENV=/home/user/venv PATH=/home/user/venv/bin:$PATH
-# Hosted mode: allowlisted models only, capped input, budgeted training (anatomy/ui/hosting.py).
+# Hosted mode: allowlisted models only, capped input, budgeted training (lessons/common/hosting.py).
 # The embedded model ships inside a Python package, so nothing is fetched from a hub at run time.
 ENV ANATOMY_HOSTED=1 ANATOMY_DEVICE=cpu HF_HUB_OFFLINE=1
 
@@ -26,7 +26,7 @@ WORKDIR /home/user/app
 # and installs only its small dependencies, from PyPI with everything else. The test tools stay out.
 COPY --chown=user requirements.txt .
 RUN pip install --no-deps --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
- && grep -v -E '^(pytest|pytest-playwright|playwright)==' requirements.txt > "$HOME/requirements-app.txt" \
+ && grep -v -E '^(pytest|pytest-playwright|playwright|ruff|mypy)==' requirements.txt > "$HOME/requirements-app.txt" \
  && pip install -r "$HOME/requirements-app.txt"
 
 COPY --chown=user . .

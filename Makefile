@@ -1,15 +1,17 @@
 # The README's two commands: `make run` starts the app, `make test` runs every test.
-# Both first create the virtual environment (and reinstall when requirements.txt changes).
+# Both first create the virtual environment, install the pinned requirements and the project itself
+# (`pip install -e .`, so that no file has to touch sys.path), and reinstall when either file changes.
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test bench train
+.PHONY: setup run test test-fast lint format bench train
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -17,8 +19,22 @@ setup: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/streamlit run app.py
 
+# Everything, the real-browser tests included (CI runs this).
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The loop while working: no browser, nothing slow (under two minutes on a 2-core machine).
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow and not browser"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 bench: $(STAMP)
 	$(PY) benchmarks/forward_speed.py

@@ -1,5 +1,10 @@
 """Transformer anatomy: small, readable torch modules that run real pretrained weights.
 
+The transformer itself lives in this package's top-level modules (config, attention, masks, positional,
+embeddings, feedforward, blocks, models, seq2seq, trace, devices). `anatomy.checkpoints` reads and writes
+weights through declarative key maps; `anatomy.training` trains the small models this project ships.
+Nothing here imports the app: the lessons (`lessons/`) and pages (`pages/`) build on it.
+
 Dimension letters used in every shape comment of this package:
 
     B        batch (sentences processed together)
@@ -15,19 +20,18 @@ Dimension letters used in every shape comment of this package:
 from anatomy.attention import (
     AttentionHead,
     MultiHeadAttention,
-    Attention,
+    MultiHeadAttentionLoop,
     scaled_dot_product_attention,
 )
+from anatomy.checkpoints.pretrained import ModelLoadError, PretrainedModel, load_pretrained
 from anatomy.config import DecoderConfig, EncoderConfig, Seq2SeqConfig, parameter_count
 from anatomy.devices import choose_device
 from anatomy.masks import causal_mask, padding_mask
 from anatomy.models import DecoderOnlyLM, Encoder, SequenceClassifier
 from anatomy.positional import sinusoidal_positional_encoding
-from anatomy.pretrained import ModelLoadError, load_pretrained
 from anatomy.seq2seq import EncoderDecoder
 
 __all__ = [
-    "Attention",
     "AttentionHead",
     "DecoderConfig",
     "DecoderOnlyLM",
@@ -36,6 +40,8 @@ __all__ = [
     "EncoderDecoder",
     "ModelLoadError",
     "MultiHeadAttention",
+    "MultiHeadAttentionLoop",
+    "PretrainedModel",
     "Seq2SeqConfig",
     "SequenceClassifier",
     "causal_mask",

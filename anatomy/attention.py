@@ -2,19 +2,23 @@
 
 Attention lets every token build its new vector as a weighted average of the other tokens' value vectors.
 The weights come from comparing the token's *query* with every token's *key*: a dot product, divided by
-√d_head so that wide vectors do not push the softmax into a corner, then a softmax per row.
+√d_head so that wide vectors do not push the softmax into a corner, then a softmax per row
+("Attention Is All You Need", §3.2.1).
 
 This file holds the same mechanism twice, on purpose:
 
-* `AttentionHead` and `MultiHeadAttention` follow the chapter: each head owns its three projections, the
-  heads run one after another in a loop, and their outputs are concatenated. Read these first.
-* `Attention` computes all heads with one matrix multiply per projection and a reshape. It is what the
-  models run. A test proves that both forms give the same numbers from the same weights.
+* `AttentionHead` and `MultiHeadAttentionLoop` are the form textbooks draw (Natural Language Processing with
+  Transformers, ch. 3, builds it this way): each head owns its three projections, the heads run one after
+  another in a loop, and their outputs are concatenated. Read these first. No model runs them.
+* `MultiHeadAttention` computes all heads with one matrix multiply per projection and a reshape, as torch's
+  `nn.MultiheadAttention` and every real model do. It is what the models here run. A test proves that both
+  forms give the same numbers from the same weights.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Literal, overload
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +27,15 @@ from torch import Tensor, nn
 from anatomy.trace import AttentionTrace
 
 
+# Two signatures for the type checker: with need_weights left at True, the weights are never None.
+@overload
+def scaled_dot_product_attention(
+    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None, need_weights: Literal[True] = True
+) -> tuple[Tensor, Tensor]: ...
+@overload
+def scaled_dot_product_attention(
+    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None, *, need_weights: bool
+) -> tuple[Tensor, Tensor | None]: ...
 def scaled_dot_product_attention(
     query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None, need_weights: bool = True
 ) -> tuple[Tensor, Tensor | None]:
@@ -44,14 +57,14 @@ def scaled_dot_product_attention(
             output = output.masked_fill(fully_masked_rows, 0.0)
         return output, None
 
-    scores = query @ key.transpose(-2, -1)              # (..., T, S) every query against every key
-    scores = scores / math.sqrt(query.size(-1))         # keep the variance near 1 whatever d_head is
+    scores = query @ key.transpose(-2, -1)  # (..., T, S) every query against every key
+    scores = scores / math.sqrt(query.size(-1))  # keep the variance near 1 whatever d_head is
     if mask is not None:
-        scores.masked_fill_(~mask, float("-inf"))        # e^−∞ = 0: forbidden keys get no weight
-    weights = torch.softmax(scores, dim=-1)             # each row now sums to 1
+        scores.masked_fill_(~mask, float("-inf"))  # e^−∞ = 0: forbidden keys get no weight
+    weights = torch.softmax(scores, dim=-1)  # each row now sums to 1
     if fully_masked_rows is not None and fully_masked_rows.any():
         weights = weights.masked_fill(fully_masked_rows, 0.0)
-    return weights @ value, weights                     # (..., T, d_head), (..., T, S)
+    return weights @ value, weights  # (..., T, d_head), (..., T, S)
 
 
 class AttentionHead(nn.Module):
@@ -65,13 +78,11 @@ class AttentionHead(nn.Module):
 
     def forward(self, hidden: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """(B, T, D) -> output (B, T, d_head) and weights (B, T, T)."""
-        output, weights = scaled_dot_product_attention(
-            self.query(hidden), self.key(hidden), self.value(hidden), mask
-        )
+        output, weights = scaled_dot_product_attention(self.query(hidden), self.key(hidden), self.value(hidden), mask)
         return output, weights
 
 
-class MultiHeadAttention(nn.Module):
+class MultiHeadAttentionLoop(nn.Module):
     """H heads in a loop, their outputs concatenated and mixed by the output projection W_O."""
 
     def __init__(self, width: int, num_heads: int):
@@ -86,12 +97,12 @@ class MultiHeadAttention(nn.Module):
             mask = mask[:, 0]  # (B, 1, T, S) -> (B, T, S): one head at a time has no head axis
         results = [head(hidden, mask) for head in self.heads]
         concatenated = torch.cat([output for output, _ in results], dim=-1)  # (B, T, H * d_head)
-        weights = torch.stack([weights for _, weights in results], dim=1)   # (B, H, T, T)
+        weights = torch.stack([weights for _, weights in results], dim=1)  # (B, H, T, T)
         return self.output(concatenated), weights
 
     @classmethod
-    def from_batched(cls, batched: Attention) -> MultiHeadAttention:
-        """The loop form holding exactly the weights of a batched `Attention`: head h owns rows
+    def from_batched(cls, batched: MultiHeadAttention) -> MultiHeadAttentionLoop:
+        """The loop form holding exactly the weights of a batched `MultiHeadAttention`: head h owns rows
         h·d_head … (h+1)·d_head − 1 of each of W_Q, W_K and W_V."""
         width, num_heads = batched.query.in_features, batched.num_heads
         looped = cls(width, num_heads).to(batched.query.weight.device, batched.query.weight.dtype)
@@ -118,11 +129,12 @@ def merge_heads(hidden: Tensor) -> Tensor:
     return hidden.transpose(1, 2).reshape(batch, tokens, num_heads * head_width)
 
 
-class Attention(nn.Module):
+class MultiHeadAttention(nn.Module):
     """All heads at once: one D×D projection each for Q, K and V, split into H heads by a reshape.
 
-    Self-attention when `context` is None; cross-attention (queries from this sequence, keys and values
-    from another, such as the encoder's output) when it is given, which makes the score matrix T × S.
+    Self-attention when the keys and values come from the same sequence as the queries. In cross-attention
+    (the decoder of an encoder-decoder) the queries come from the sequence being written and the keys and
+    values from another one, the encoder's output, which makes each head's score matrix T × S.
     """
 
     def __init__(self, width: int, num_heads: int):
@@ -135,23 +147,30 @@ class Attention(nn.Module):
 
     def forward(
         self,
-        hidden: Tensor,
+        queries_from: Tensor,
+        keys_and_values_from: Tensor | None = None,
+        *,
         mask: Tensor | None = None,
-        context: Tensor | None = None,
         trace: bool = False,
     ) -> tuple[Tensor, AttentionTrace | None]:
-        """(B, T, D) -> (B, T, D), plus every intermediate when trace=True."""
-        source = hidden if context is None else context
-        query = split_heads(self.query(hidden), self.num_heads)   # (B, H, T, d_head)
-        key = split_heads(self.key(source), self.num_heads)       # (B, H, S, d_head)
-        value = split_heads(self.value(source), self.num_heads)   # (B, H, S, d_head)
+        """(B, T, D) queries' source and (B, S, D) keys' and values' source (the same sequence when None)
+        -> (B, T, D), plus every intermediate when trace=True."""
+        source = queries_from if keys_and_values_from is None else keys_and_values_from
+        query = split_heads(self.query(queries_from), self.num_heads)  # (B, H, T, d_head)
+        key = split_heads(self.key(source), self.num_heads)  # (B, H, S, d_head)
+        value = split_heads(self.value(source), self.num_heads)  # (B, H, S, d_head)
         head_outputs, _ = scaled_dot_product_attention(query, key, value, mask, need_weights=trace)
-        concatenated = merge_heads(head_outputs)                  # (B, T, D)
-        output = self.output(concatenated)                        # (B, T, D)
+        concatenated = merge_heads(head_outputs)  # (B, T, D)
+        output = self.output(concatenated)  # (B, T, D)
         if not trace:
             return output, None
         # The weights are not kept: the trace recomputes them from Q and K, bit for bit (see AttentionTrace).
         return output, AttentionTrace(
-            query=query, key=key, value=value, mask=mask,
-            head_outputs=head_outputs, concatenated=concatenated, output=output,
+            query=query,
+            key=key,
+            value=value,
+            mask=mask,
+            head_outputs=head_outputs,
+            concatenated=concatenated,
+            output=output,
         )

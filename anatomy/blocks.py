@@ -1,146 +1,158 @@
-"""Transformer blocks: attention and feed-forward sublayers wrapped in residual connections and layer norms.
+"""Transformer blocks: attention and feed-forward sublayers, each added back onto its input and normalised.
 
-Every sublayer is added back onto its input (the residual, or skip, connection) so that no layer can
+Every sublayer's output is added to the sublayer's input (the residual, or skip, connection), so no block can
 forget what it was given. Where the layer norm goes is the one real design choice:
 
-* **post-LN** (the original paper, BERT): `x = LayerNorm(x + sublayer(x))`. The norm sits on the main
-  path; deep stacks need learning-rate warm-up to train.
-* **pre-LN** (GPT-2, seed 000's encoder block): `x = x + sublayer(LayerNorm(x))`. The main path is never
+* **post-LN** ("Attention Is All You Need", §5.4; BERT): `x = LayerNorm(x + sublayer(x))`. The norm sits on
+  the main path; deep stacks need a learning-rate warm-up to train.
+* **pre-LN** (GPT-2 and most models since): `x = x + sublayer(LayerNorm(x))`. The main path is never
   normalised, which trains more stably; such stacks end with one final LayerNorm.
+
+An encoder block has two sublayers, a decoder block two or three: masked self-attention, then (in an
+encoder-decoder) cross-attention over the encoder's output, then feed-forward. Each `forward` below reads
+as the figure of the paper: for every sublayer, norm (pre-LN), sublayer, add, norm (post-LN).
 """
 
 from __future__ import annotations
 
-from typing import Callable
-
 from torch import Tensor, nn
 
-from anatomy.attention import Attention
-from anatomy.config import DecoderConfig, TransformerConfig
+from anatomy.attention import MultiHeadAttention
+from anatomy.config import DecoderConfig, NormPlacement, TransformerConfig
 from anatomy.feedforward import FeedForward
 from anatomy.masks import causal_mask, combine_masks
 from anatomy.trace import LayerTrace
 
 
-class EncoderLayer(nn.Module):
-    """Self-attention then feed-forward, each inside a residual connection with a layer norm."""
+class ResidualBlock(nn.Module):
+    """What every block shares: its norm placement and the dropout on each sublayer's output."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.norm_placement = config.norm
-        self.attention = Attention(config.width, config.num_heads)
+        self.norm_placement: NormPlacement = config.norm
+        self.dropout = nn.Dropout(config.dropout)
+
+    def before(self, norm: nn.Module, x: Tensor) -> Tensor:
+        """What a sublayer reads: the normalised stream (pre-LN) or the stream itself (post-LN)."""
+        return norm(x) if self.norm_placement == "pre" else x
+
+    def after(self, norm: nn.Module, residual_sum: Tensor) -> Tensor:
+        """What the next sublayer gets: the sum as it is (pre-LN) or normalised (post-LN)."""
+        return residual_sum if self.norm_placement == "pre" else norm(residual_sum)
+
+    def norm_output(self, sublayer_input: Tensor, after: Tensor) -> Tensor:
+        """The layer norm's own output, whichever side of the sublayer it sits on."""
+        return sublayer_input if self.norm_placement == "pre" else after
+
+
+class EncoderLayer(ResidualBlock):
+    """Self-attention (every token reads every token), then the feed-forward network (each token on its own)."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__(config)
+        self.attention = MultiHeadAttention(config.width, config.num_heads)
         self.attention_norm = nn.LayerNorm(config.width, eps=config.layer_norm_eps)
         self.feed_forward = FeedForward(config.width, config.ff_width, config.activation, config.dropout)
         self.feed_forward_norm = nn.LayerNorm(config.width, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.dropout)
 
-    def residual(
-        self, hidden: Tensor, norm: nn.LayerNorm, sublayer: Callable[[Tensor], Tensor]
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        """One sublayer with its skip connection; returns (output, residual sum, layer-norm output)."""
-        if self.norm_placement == "pre":
-            normalized = norm(hidden)
-            residual = hidden + self.dropout(sublayer(normalized))
-            return residual, residual, normalized
-        residual = hidden + self.dropout(sublayer(hidden))
-        normalized = norm(residual)
-        return normalized, residual, normalized
+    def forward(self, x: Tensor, mask: Tensor | None = None, trace: bool = False) -> tuple[Tensor, LayerTrace | None]:
+        """(B, T, D) -> (B, T, D), and every intermediate when trace=True. `mask` may hide padding keys."""
+        layer_input = x
 
-    def forward(self, hidden: Tensor, mask: Tensor | None = None, trace: bool = False):
-        """(B, T, D) -> (B, T, D), plus a LayerTrace when trace=True."""
-        records = {}
+        attention_input = self.before(self.attention_norm, x)
+        attended, attention = self.attention(attention_input, mask=mask, trace=trace)
+        attention_sum = x + self.dropout(attended)
+        x = self.after(self.attention_norm, attention_sum)
+        norm_outputs = {"attention_norm": self.norm_output(attention_input, x)}
 
-        def attend(x: Tensor) -> Tensor:
-            output, records["attention"] = self.attention(x, mask, trace=trace)
-            return output
+        feed_forward_input = self.before(self.feed_forward_norm, x)
+        transformed, feed_forward = self.feed_forward(feed_forward_input, trace=trace)
+        feed_forward_sum = x + self.dropout(transformed)
+        x = self.after(self.feed_forward_norm, feed_forward_sum)
+        norm_outputs["feed_forward_norm"] = self.norm_output(feed_forward_input, x)
 
-        def feed_forward(x: Tensor) -> Tensor:
-            output, records["feed_forward"] = self.feed_forward(x, trace=trace)
-            return output
-
-        after_attention, attention_residual, attention_norm = self.residual(hidden, self.attention_norm, attend)
-        output, ff_residual, ff_norm = self.residual(after_attention, self.feed_forward_norm, feed_forward)
         if not trace:
-            return output, None
-        return output, LayerTrace(
-            input=hidden,
-            attention=records["attention"],
-            attention_residual=attention_residual,
-            feed_forward=records["feed_forward"],
-            feed_forward_residual=ff_residual,
-            output=output,
-            norm_outputs={"attention_norm": attention_norm, "feed_forward_norm": ff_norm},
+            return x, None
+        return x, LayerTrace(
+            input=layer_input,
+            attention=attention,
+            attention_residual=attention_sum,
+            feed_forward=feed_forward,
+            feed_forward_residual=feed_forward_sum,
+            output=x,
+            norm_outputs=norm_outputs,
         )
 
 
-class DecoderLayer(EncoderLayer):
-    """Masked self-attention, then (in an encoder-decoder model) cross-attention over the encoder's
-    output, then feed-forward.
+class DecoderLayer(ResidualBlock):
+    """Masked self-attention, then (in an encoder-decoder model) cross-attention over the encoder's output,
+    then the feed-forward network.
 
     The self-attention mask is causal: position t may read positions 0..t only. (`config.causal=False`
-    removes it, for the one model trained without it to show what goes wrong.) Cross-attention
-    needs no such mask, because the whole source sentence is known before decoding starts; its score
-    matrix is rectangular, T decoder queries against S encoder keys.
+    removes it, for the one model trained without it to show what goes wrong.) Cross-attention needs no such
+    mask, because the whole source sentence is known before decoding starts; its score matrix is rectangular,
+    T decoder queries against S encoder keys.
     """
 
     def __init__(self, config: DecoderConfig):
         super().__init__(config)
         self.causal = config.causal
-        self.cross_attention = Attention(config.width, config.num_heads) if config.cross_attention else None
+        self.attention = MultiHeadAttention(config.width, config.num_heads)
+        self.attention_norm = nn.LayerNorm(config.width, eps=config.layer_norm_eps)
+        self.cross_attention = MultiHeadAttention(config.width, config.num_heads) if config.cross_attention else None
         self.cross_attention_norm = (
             nn.LayerNorm(config.width, eps=config.layer_norm_eps) if config.cross_attention else None
         )
+        self.feed_forward = FeedForward(config.width, config.ff_width, config.activation, config.dropout)
+        self.feed_forward_norm = nn.LayerNorm(config.width, eps=config.layer_norm_eps)
 
     def forward(
         self,
-        hidden: Tensor,
+        x: Tensor,
         mask: Tensor | None = None,
         trace: bool = False,
         memory: Tensor | None = None,
         memory_mask: Tensor | None = None,
-    ):
-        """(B, T, D) -> (B, T, D); `mask` (e.g. padding) is combined with the causal mask;
-        `memory` (B, S, D) is the encoder output that cross-attention reads."""
-        future_mask = causal_mask(hidden.size(1), hidden.device) if self.causal else None
-        self_mask = combine_masks(future_mask, mask)
-        records = {}
+    ) -> tuple[Tensor, LayerTrace | None]:
+        """(B, T, D) -> (B, T, D). `mask` (padding) is combined with the causal mask; `memory` (B, S, D) is the
+        encoder's output, which cross-attention reads, and `memory_mask` hides its padding."""
+        layer_input = x
+        self_mask = combine_masks(causal_mask(x.size(1), x.device) if self.causal else None, mask)
 
-        def attend(x: Tensor) -> Tensor:
-            output, records["attention"] = self.attention(x, self_mask, trace=trace)
-            return output
+        attention_input = self.before(self.attention_norm, x)
+        attended, attention = self.attention(attention_input, mask=self_mask, trace=trace)
+        attention_sum = x + self.dropout(attended)
+        x = self.after(self.attention_norm, attention_sum)
+        norm_outputs = {"attention_norm": self.norm_output(attention_input, x)}
 
-        def cross_attend(x: Tensor) -> Tensor:
-            output, records["cross_attention"] = self.cross_attention(x, memory_mask, memory, trace=trace)
-            return output
-
-        def feed_forward(x: Tensor) -> Tensor:
-            output, records["feed_forward"] = self.feed_forward(x, trace=trace)
-            return output
-
-        norms = {}
-        hidden_now, attention_residual, norms["attention_norm"] = self.residual(
-            hidden, self.attention_norm, attend
-        )
-        cross_residual = None
-        if self.cross_attention is not None:
+        cross_attention = cross_attention_sum = None
+        if self.cross_attention is not None and self.cross_attention_norm is not None:
             if memory is None:
                 raise ValueError("this decoder layer has cross-attention: pass the encoder output as memory")
-            hidden_now, cross_residual, norms["cross_attention_norm"] = self.residual(
-                hidden_now, self.cross_attention_norm, cross_attend
+            cross_input = self.before(self.cross_attention_norm, x)
+            read, cross_attention = self.cross_attention(
+                queries_from=cross_input, keys_and_values_from=memory, mask=memory_mask, trace=trace
             )
-        output, ff_residual, norms["feed_forward_norm"] = self.residual(
-            hidden_now, self.feed_forward_norm, feed_forward
-        )
+            cross_attention_sum = x + self.dropout(read)
+            x = self.after(self.cross_attention_norm, cross_attention_sum)
+            norm_outputs["cross_attention_norm"] = self.norm_output(cross_input, x)
+
+        feed_forward_input = self.before(self.feed_forward_norm, x)
+        transformed, feed_forward = self.feed_forward(feed_forward_input, trace=trace)
+        feed_forward_sum = x + self.dropout(transformed)
+        x = self.after(self.feed_forward_norm, feed_forward_sum)
+        norm_outputs["feed_forward_norm"] = self.norm_output(feed_forward_input, x)
+
         if not trace:
-            return output, None
-        return output, LayerTrace(
-            input=hidden,
-            attention=records["attention"],
-            attention_residual=attention_residual,
-            feed_forward=records["feed_forward"],
-            feed_forward_residual=ff_residual,
-            output=output,
-            norm_outputs=norms,
-            cross_attention=records.get("cross_attention"),
-            cross_attention_residual=cross_residual,
+            return x, None
+        return x, LayerTrace(
+            input=layer_input,
+            attention=attention,
+            attention_residual=attention_sum,
+            feed_forward=feed_forward,
+            feed_forward_residual=feed_forward_sum,
+            output=x,
+            norm_outputs=norm_outputs,
+            cross_attention=cross_attention,
+            cross_attention_residual=cross_attention_sum,
         )

@@ -1,14 +1,15 @@
 """Model configurations: one frozen dataclass per family, presets, and parameter counts.
 
 A configuration says everything about a model's *shape* and nothing about its weights. The parameter
-count of every model in the chapter's tables follows from these few numbers alone, which is why
+count of every model in the lessons' tables (BERT, DistilBERT, GPT-2) follows from these few numbers alone, which is why
 `parameter_count` takes a configuration and never a model.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 Activation = Literal["gelu", "gelu_tanh", "relu"]
 NormPlacement = Literal["pre", "post"]
@@ -30,16 +31,16 @@ _HF_ACTIVATIONS: dict[str, Activation] = {
 class TransformerConfig:
     """The numbers every transformer stack shares."""
 
-    vocab_size: int = 30522          # V: rows of the token embedding table
-    max_positions: int = 512         # longest sequence the learned position table covers
-    width: int = 768                 # D: the model width ("hidden size", "d_model")
-    num_layers: int = 12             # blocks in the stack
-    num_heads: int = 12              # H: attention heads per block (D must divide by H)
-    ff_width: int = 3072             # F: feed-forward hidden width (4 * D by convention)
+    vocab_size: int = 30522  # V: rows of the token embedding table
+    max_positions: int = 512  # longest sequence the learned position table covers
+    width: int = 768  # D: the model width ("hidden size", "d_model")
+    num_layers: int = 12  # blocks in the stack
+    num_heads: int = 12  # H: attention heads per block (D must divide by H)
+    ff_width: int = 3072  # F: feed-forward hidden width (4 * D by convention)
     activation: Activation = "gelu"  # feed-forward non-linearity
-    norm: NormPlacement = "post"     # layer norm after the residual sum (post) or before the sublayer (pre)
-    layer_norm_eps: float = 1e-12    # BERT uses 1e-12, GPT-2 1e-5
-    dropout: float = 0.1             # used only in training; inference runs in eval mode
+    norm: NormPlacement = "post"  # layer norm after the residual sum (post) or before the sublayer (pre)
+    layer_norm_eps: float = 1e-12  # BERT uses 1e-12, GPT-2 1e-5
+    dropout: float = 0.1  # used only in training; inference runs in eval mode
 
     def __post_init__(self) -> None:
         if self.width % self.num_heads:
@@ -55,9 +56,9 @@ class TransformerConfig:
 class EncoderConfig(TransformerConfig):
     """A BERT-style encoder: bidirectional attention, [CLS] summary token, post-LN by default."""
 
-    type_vocab_size: int = 2          # segment embeddings for sentence pairs (0: none, as in DistilBERT)
+    type_vocab_size: int = 2  # segment embeddings for sentence pairs (0: none, as in DistilBERT)
     embedding_layer_norm: bool = True  # BERT normalises the summed embeddings before layer 0
-    pooler: bool = True               # BERT's dense + tanh on [CLS]; DistilBERT has none
+    pooler: bool = True  # BERT's dense + tanh on [CLS]; DistilBERT has none
     pad_token_id: int = 0
 
 
@@ -70,9 +71,9 @@ class DecoderConfig(TransformerConfig):
     activation: Activation = "gelu_tanh"
     norm: NormPlacement = "pre"
     layer_norm_eps: float = 1e-5
-    tie_embeddings: bool = True       # the LM head reuses the token embedding matrix
-    cross_attention: bool = False     # True for the decoder half of an encoder-decoder model
-    causal: bool = True               # False only for the "cheater", trained to show why the mask exists
+    tie_embeddings: bool = True  # the LM head reuses the token embedding matrix
+    cross_attention: bool = False  # True for the decoder half of an encoder-decoder model
+    causal: bool = True  # False only for the "cheater", trained to show why the mask exists
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,15 +98,25 @@ class Seq2SeqConfig(TransformerConfig):
     dropout: float = 0.0
 
     def _shared(self) -> dict[str, Any]:
-        names = ("vocab_size", "max_positions", "width", "num_heads", "ff_width", "activation", "norm",
-                 "layer_norm_eps", "dropout")
+        names = (
+            "vocab_size",
+            "max_positions",
+            "width",
+            "num_heads",
+            "ff_width",
+            "activation",
+            "norm",
+            "layer_norm_eps",
+            "dropout",
+        )
         return {name: getattr(self, name) for name in names}
 
     @property
     def encoder(self) -> EncoderConfig:
         """The encoder half: no segment embeddings, no embedding LayerNorm, no pooler."""
-        return EncoderConfig(**self._shared(), num_layers=self.num_layers, type_vocab_size=0,
-                             embedding_layer_norm=False, pooler=False)
+        return EncoderConfig(
+            **self._shared(), num_layers=self.num_layers, type_vocab_size=0, embedding_layer_norm=False, pooler=False
+        )
 
     @property
     def decoder(self) -> DecoderConfig:
@@ -195,9 +206,7 @@ def config_from_hf(hf_config: Any) -> TransformerConfig:
         # This project's own encoder-decoder: its config.json holds our field names as they are.
         present = {field.name: _read(hf_config, field.name) for field in fields(Seq2SeqConfig)}
         return Seq2SeqConfig(**{name: value for name, value in present.items() if value is not None})
-    raise ValueError(
-        f"unsupported model_type {model_type!r}: this app reads BERT-family encoders and GPT-2 decoders"
-    )
+    raise ValueError(f"unsupported model_type {model_type!r}: this app reads BERT-family encoders and GPT-2 decoders")
 
 
 def _linear(fan_in: int, fan_out: int) -> int:
@@ -212,12 +221,15 @@ def parameter_breakdown(config: TransformerConfig) -> dict[str, int]:
     """Parameters per component, computed from the configuration alone."""
     if isinstance(config, Seq2SeqConfig):
         halves = {"encoder": config.encoder, "decoder": config.decoder}
-        return {f"{half} {name}": count for half, part in halves.items()
-                for name, count in parameter_breakdown(part).items()}
+        return {
+            f"{half} {name}": count
+            for half, part in halves.items()
+            for name, count in parameter_breakdown(part).items()
+        }
     D, F = config.width, config.ff_width
-    attention = 4 * _linear(D, D)                       # W_Q, W_K, W_V and W_O, each with a bias
+    attention = 4 * _linear(D, D)  # W_Q, W_K, W_V and W_O, each with a bias
     feed_forward = _linear(D, F) + _linear(F, D)
-    layer_norms = 2 * _layer_norm(D)                    # one around each sublayer
+    layer_norms = 2 * _layer_norm(D)  # one around each sublayer
     cross_attention = 0
     if isinstance(config, DecoderConfig) and config.cross_attention:
         cross_attention = 4 * _linear(D, D) + _layer_norm(D)
@@ -243,4 +255,3 @@ def parameter_breakdown(config: TransformerConfig) -> dict[str, int]:
 def parameter_count(config: TransformerConfig) -> int:
     """Total trainable parameters of the model this configuration describes."""
     return sum(parameter_breakdown(config).values())
-

@@ -19,6 +19,8 @@ from anatomy.trace import EmbeddingTrace
 class Embeddings(nn.Module):
     """token + position (+ token type), then (for BERT) LayerNorm, then dropout."""
 
+    sinusoidal: Tensor  # (max_positions, D) the fixed table, a buffer, when there is no learned one
+
     def __init__(self, config: TransformerConfig, sinusoidal_positions: bool = False):
         super().__init__()
         width = config.width
@@ -30,10 +32,9 @@ class Embeddings(nn.Module):
             )
         else:
             self.position = nn.Embedding(config.max_positions, width)
-        is_encoder = isinstance(config, EncoderConfig)
-        type_vocab_size = config.type_vocab_size if is_encoder else 0
+        type_vocab_size = config.type_vocab_size if isinstance(config, EncoderConfig) else 0
         self.token_type = nn.Embedding(type_vocab_size, width) if type_vocab_size else None
-        wants_norm = is_encoder and config.embedding_layer_norm
+        wants_norm = isinstance(config, EncoderConfig) and config.embedding_layer_norm
         self.layer_norm = nn.LayerNorm(width, eps=config.layer_norm_eps) if wants_norm else None
         self.dropout = nn.Dropout(config.dropout)
 
@@ -42,18 +43,18 @@ class Embeddings(nn.Module):
     ) -> tuple[Tensor, EmbeddingTrace | None]:
         """(B, T) ids -> (B, T, D) vectors."""
         num_tokens = input_ids.size(1)
-        token = self.token(input_ids)                                        # (B, T, D)
+        token = self.token(input_ids)  # (B, T, D)
         if self.position is None:
-            position = self.sinusoidal[:num_tokens][None].to(token.dtype)    # (1, T, D)
+            position = self.sinusoidal[:num_tokens][None].to(token.dtype)  # (1, T, D)
         else:
             positions = torch.arange(num_tokens, device=input_ids.device)
-            position = self.position(positions)[None]                        # (1, T, D)
+            position = self.position(positions)[None]  # (1, T, D)
         summed = token + position
         token_type = None
         if self.token_type is not None:
             if token_type_ids is None:
                 token_type_ids = torch.zeros_like(input_ids)
-            token_type = self.token_type(token_type_ids)                     # (B, T, D)
+            token_type = self.token_type(token_type_ids)  # (B, T, D)
             summed = summed + token_type
         normalized = summed if self.layer_norm is None else self.layer_norm(summed)
         output = self.dropout(normalized)

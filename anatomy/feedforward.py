@@ -14,9 +14,9 @@ from anatomy.config import Activation
 from anatomy.trace import FeedForwardTrace
 
 ACTIVATIONS = {
-    "gelu": lambda x: F.gelu(x),                          # exact, with erf: BERT
+    "gelu": lambda x: F.gelu(x),  # exact, with erf: BERT
     "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),  # the tanh approximation: GPT-2
-    "relu": F.relu,                                       # the original Transformer (seed 003)
+    "relu": F.relu,  # the original Transformer ("Attention Is All You Need", §3.3)
 }
 
 
@@ -33,7 +33,7 @@ class FeedForward(nn.Module):
     def forward(self, hidden: Tensor, trace: bool = False) -> tuple[Tensor, FeedForwardTrace | None]:
         """(B, T, D) -> (B, T, D), plus the hidden activations when trace=True."""
         nonlinearity = ACTIVATIONS[self.activation_name]
-        preactivation = self.expand(hidden)                          # (B, T, F)
+        preactivation = self.expand(hidden)  # (B, T, F)
         output = self.dropout(self.contract(nonlinearity(preactivation)))  # (B, T, D)
         if not trace:
             return output, None

@@ -18,17 +18,22 @@ from anatomy.trace import ModelTrace
 class StackOutput:
     """What a stack returns: final states, the states between blocks, and the optional full trace."""
 
-    last_hidden_state: Tensor            # (B, T, D)
-    hidden_states: tuple[Tensor, ...]    # L + 1 tensors (B, T, D): the embeddings, then each block's output
-    trace: ModelTrace | None = None      # every intermediate, when asked for
-    logits: Tensor | None = None         # (B, T, V) for language models, (B, num_labels) for classifiers
+    last_hidden_state: Tensor  # (B, T, D)
+    hidden_states: tuple[Tensor, ...]  # L + 1 tensors (B, T, D): the embeddings, then each block's output
+    trace: ModelTrace | None = None  # every intermediate, when asked for
+    logits: Tensor | None = None  # (B, T, V) for language models, (B, num_labels) for classifiers
+
+    @property
+    def recorded_trace(self) -> ModelTrace:
+        """The trace, for code that needs one: raises unless the forward ran with trace=True."""
+        if self.trace is None:
+            raise ValueError("intermediates are recorded only when the forward ran with trace=True")
+        return self.trace
 
     @property
     def attentions(self) -> tuple[Tensor, ...]:
         """L tensors (B, H, T, S): each layer's attention weights (needs trace=True)."""
-        if self.trace is None:
-            raise ValueError("attention weights are recorded only when the forward ran with trace=True")
-        return tuple(layer.attention.weights for layer in self.trace.layers)
+        return tuple(layer.attention.weights for layer in self.recorded_trace.layers)
 
 
 def _run_stack(layers, embeddings_output, embedding_trace, mask, trace, final_norm=None, **layer_kwargs):
@@ -97,8 +102,8 @@ class SequenceClassifier(nn.Module):
     ) -> StackOutput:
         """(B, T) ids -> logits (B, num_labels) in the returned output."""
         encoded = self.encoder(input_ids, token_type_ids, attention_mask, trace=trace)
-        summary = self.encoder.pool(encoded.last_hidden_state)      # (B, D) from the [CLS] token
-        logits = self.classifier(self.dropout(summary))             # (B, num_labels)
+        summary = self.encoder.pool(encoded.last_hidden_state)  # (B, D) from the [CLS] token
+        logits = self.classifier(self.dropout(summary))  # (B, num_labels)
         return StackOutput(encoded.last_hidden_state, encoded.hidden_states, encoded.trace, logits)
 
 
@@ -114,22 +119,20 @@ class DecoderOnlyLM(nn.Module):
         self.final_norm = nn.LayerNorm(config.width, eps=config.layer_norm_eps)
         self.lm_head = None if config.tie_embeddings else nn.Linear(config.width, config.vocab_size, bias=False)
 
-    def forward(
-        self, input_ids: Tensor, attention_mask: Tensor | None = None, trace: bool = False
-    ) -> StackOutput:
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, trace: bool = False) -> StackOutput:
         """(B, T) ids -> logits (B, T, V) for the token after each position."""
         embedded, embedding_trace = self.embeddings(input_ids, trace=trace)
         mask = None if attention_mask is None else padding_mask(attention_mask)
         stack = _run_stack(self.layers, embedded, embedding_trace, mask, trace, self.final_norm)
         head = self.embeddings.token.weight if self.lm_head is None else self.lm_head.weight
-        logits = stack.last_hidden_state @ head.T                    # (B, T, V)
+        logits = stack.last_hidden_state @ head.T  # (B, T, V)
         return StackOutput(stack.last_hidden_state, stack.hidden_states, stack.trace, logits)
 
     @torch.no_grad()
     def generate_greedy(self, input_ids: Tensor, max_new_tokens: int) -> Tensor:
         """Append the most probable next token, one at a time: (B, T) -> (B, T + max_new_tokens)."""
         for _ in range(max_new_tokens):
-            window = input_ids[:, -self.config.max_positions:]
+            window = input_ids[:, -self.config.max_positions :]
             next_token = self(window).logits[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1)
             input_ids = torch.cat([input_ids, next_token], dim=1)
         return input_ids

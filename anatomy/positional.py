@@ -20,11 +20,11 @@ def sinusoidal_positional_encoding(num_positions: int, width: int, base: float =
     """(T, D) matrix P whose row t encodes position t; the model adds it to the token embeddings."""
     if width < 1 or num_positions < 0:
         raise ValueError("width must be at least 1 and num_positions non-negative")
-    positions = torch.arange(num_positions, dtype=torch.float64)[:, None]   # (T, 1)
-    pair_starts = torch.arange(0, width, 2, dtype=torch.float64)            # k = 0, 2, 4, ...
-    frequencies = base ** (-pair_starts / width)                            # ω_k
-    angles = positions * frequencies                                        # (T, ceil(D/2))
+    positions = torch.arange(num_positions, dtype=torch.float64)[:, None]  # (T, 1)
+    pair_starts = torch.arange(0, width, 2, dtype=torch.float64)  # k = 0, 2, 4, ...
+    frequencies = base ** (-pair_starts / width)  # ω_k
+    angles = positions * frequencies  # (T, ceil(D/2))
     encoding = torch.empty(num_positions, width, dtype=torch.float64)
-    encoding[:, 0::2] = torch.sin(angles)                                   # even i: sin(ω_i t)
-    encoding[:, 1::2] = torch.cos(angles[:, : width // 2])                  # odd i: cos(ω_{i−1} t)
+    encoding[:, 0::2] = torch.sin(angles)  # even i: sin(ω_i t)
+    encoding[:, 1::2] = torch.cos(angles[:, : width // 2])  # odd i: cos(ω_{i−1} t)
     return encoding.float()

@@ -29,17 +29,19 @@ from anatomy.models import Encoder, StackOutput, _run_stack
 class Seq2SeqOutput:
     """Both halves' outputs; `logits` are the decoder's next-token scores."""
 
-    logits: Tensor          # (B, T, V)
-    encoder: StackOutput    # the source, read bidirectionally: last_hidden_state (B, S, D)
-    decoder: StackOutput    # the target so far: last_hidden_state (B, T, D)
+    logits: Tensor  # (B, T, V)
+    encoder: StackOutput  # the source, read bidirectionally: last_hidden_state (B, S, D)
+    decoder: StackOutput  # the target so far: last_hidden_state (B, T, D)
 
     @property
     def cross_attentions(self) -> tuple[Tensor, ...]:
         """One tensor (B, H, T, S) per decoder block: which source position each target position reads
         (needs trace=True)."""
-        if self.decoder.trace is None:
-            raise ValueError("attention weights are recorded only when the forward ran with trace=True")
-        return tuple(layer.cross_attention.weights for layer in self.decoder.trace.layers)
+        return tuple(
+            layer.cross_attention.weights
+            for layer in self.decoder.recorded_trace.layers
+            if layer.cross_attention is not None  # always: every block of a Decoder reads the encoder
+        )
 
 
 class Decoder(nn.Module):
@@ -60,9 +62,10 @@ class Decoder(nn.Module):
     ) -> StackOutput:
         """(B, T) target ids and (B, S, D) encoder output -> logits (B, T, V) for each next target token."""
         embedded, embedding_trace = self.embeddings(target_ids, trace=trace)
-        stack = _run_stack(self.layers, embedded, embedding_trace, None, trace, self.final_norm,
-                           memory=memory, memory_mask=memory_mask)
-        logits = stack.last_hidden_state @ self.embeddings.token.weight.T    # (B, T, V)
+        stack = _run_stack(
+            self.layers, embedded, embedding_trace, None, trace, self.final_norm, memory=memory, memory_mask=memory_mask
+        )
+        logits = stack.last_hidden_state @ self.embeddings.token.weight.T  # (B, T, V)
         return StackOutput(stack.last_hidden_state, stack.hidden_states, stack.trace, logits)
 
 
@@ -89,7 +92,7 @@ class EncoderDecoder(nn.Module):
     ) -> Seq2SeqOutput:
         """(B, S) source and (B, T) target so far -> logits (B, T, V) for the target token after each position."""
         encoded = self.encode(source_ids, source_mask, trace=trace)
-        memory_mask = None if source_mask is None else padding_mask(source_mask)   # (B, 1, 1, S)
+        memory_mask = None if source_mask is None else padding_mask(source_mask)  # (B, 1, 1, S)
         decoded = self.decoder(target_ids, encoded.last_hidden_state, memory_mask, trace=trace)
         return Seq2SeqOutput(decoded.logits, encoded, decoded)
 
@@ -99,11 +102,11 @@ class EncoderDecoder(nn.Module):
     ) -> Tensor:
         """Encode once, then append the most probable target token max_new_tokens times:
         (B, S) source -> (B, 1 + max_new_tokens) target, starting with `start_id`."""
-        memory = self.encode(source_ids, source_mask).last_hidden_state              # (B, S, D)
+        memory = self.encode(source_ids, source_mask).last_hidden_state  # (B, S, D)
         memory_mask = None if source_mask is None else padding_mask(source_mask)
         target = torch.full((source_ids.size(0), 1), start_id, dtype=torch.long, device=source_ids.device)
         for _ in range(max_new_tokens):
-            logits = self.decoder(target, memory, memory_mask).logits               # (B, t, V)
-            next_token = logits[:, -1].argmax(dim=-1, keepdim=True)                  # (B, 1)
+            logits = self.decoder(target, memory, memory_mask).logits  # (B, t, V)
+            next_token = logits[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1)
             target = torch.cat([target, next_token], dim=1)
         return target

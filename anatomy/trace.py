@@ -11,8 +11,8 @@ layer).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from torch import Tensor
@@ -22,13 +22,13 @@ from torch import Tensor
 class AttentionTrace:
     """One multi-head attention sublayer, every step of softmax(QKᵀ/√d_head)·V and the output projection."""
 
-    query: Tensor          # (B, H, T, d_head)
-    key: Tensor            # (B, H, S, d_head)
-    value: Tensor          # (B, H, S, d_head)
-    mask: Tensor | None    # broadcastable to (B, H, T, S); True where attending is allowed
-    head_outputs: Tensor   # (B, H, T, d_head) weights @ value, one block per head
-    concatenated: Tensor   # (B, T, D) the heads laid side by side
-    output: Tensor         # (B, T, D) concatenated @ W_O + b_O
+    query: Tensor  # (B, H, T, d_head)
+    key: Tensor  # (B, H, S, d_head)
+    value: Tensor  # (B, H, S, d_head)
+    mask: Tensor | None  # broadcastable to (B, H, T, S); True where attending is allowed
+    head_outputs: Tensor  # (B, H, T, d_head) weights @ value, one block per head
+    concatenated: Tensor  # (B, T, D) the heads laid side by side
+    output: Tensor  # (B, T, D) concatenated @ W_O + b_O
 
     @property
     def scale(self) -> float:
@@ -68,9 +68,9 @@ class AttentionTrace:
 class FeedForwardTrace:
     """The position-wise feed-forward network: expand to F, apply the non-linearity, contract to D."""
 
-    hidden_preactivation: Tensor                # (B, T, F)
-    output: Tensor                              # (B, T, D)
-    nonlinearity: Callable[[Tensor], Tensor]    # the one the forward applied (GELU, ReLU ...)
+    hidden_preactivation: Tensor  # (B, T, F)
+    output: Tensor  # (B, T, D)
+    nonlinearity: Callable[[Tensor], Tensor]  # the one the forward applied (GELU, ReLU ...)
 
     @property
     def hidden_activation(self) -> Tensor:
@@ -83,14 +83,14 @@ class FeedForwardTrace:
 class LayerTrace:
     """One transformer block, from its input to its output."""
 
-    input: Tensor                                   # (B, T, D)
+    input: Tensor  # (B, T, D)
     attention: AttentionTrace
-    attention_residual: Tensor                      # (B, T, D) input + attention output
+    attention_residual: Tensor  # (B, T, D) input + attention output
     feed_forward: FeedForwardTrace
-    feed_forward_residual: Tensor                   # (B, T, D) feed-forward input + its output
-    output: Tensor                                  # (B, T, D)
-    norm_outputs: dict[str, Tensor]                 # each layer norm's output, by module name
-    cross_attention: AttentionTrace | None = None   # decoder blocks of an encoder-decoder model only
+    feed_forward_residual: Tensor  # (B, T, D) feed-forward input + its output
+    output: Tensor  # (B, T, D)
+    norm_outputs: dict[str, Tensor]  # each layer norm's output, by module name
+    cross_attention: AttentionTrace | None = None  # decoder blocks of an encoder-decoder model only
     cross_attention_residual: Tensor | None = None
 
 
@@ -98,11 +98,11 @@ class LayerTrace:
 class EmbeddingTrace:
     """Token ids turned into the vectors that enter layer 0."""
 
-    token: Tensor              # (B, T, D) rows of the token embedding table
-    position: Tensor           # (B or 1, T, D) learned or sinusoidal position vectors
+    token: Tensor  # (B, T, D) rows of the token embedding table
+    position: Tensor  # (B or 1, T, D) learned or sinusoidal position vectors
     token_type: Tensor | None  # (B, T, D) segment A/B vectors (BERT only)
-    summed: Tensor             # (B, T, D) their sum
-    output: Tensor             # (B, T, D) after the embedding layer norm, if the model has one
+    summed: Tensor  # (B, T, D) their sum
+    output: Tensor  # (B, T, D) after the embedding layer norm, if the model has one
 
 
 @dataclass(frozen=True)

@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import os
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))                       # anatomy
-sys.path.insert(0, str(ROOT / "tests" / "browser"))  # the served app and the "painted" condition the tests use
+from harness.browser import PAINTED, VIEWPORT, is_loopback
+from harness.server import StreamlitServer, chromium_launch_options  # noqa: F401  (re-exported)
 
-from app_driver import PAINTED, VIEWPORT, is_loopback  # noqa: E402
-from served_app import StreamlitServer, chromium_launch_options  # noqa: E402,F401  (re-exported)
+ROOT = Path(__file__).resolve().parents[1]
 
 ARTIFACTS = ROOT / "test-artifacts"
 SENTENCE = "The quick brown fox jumps over the lazy dog while attention heads watch every word. "  # as page_speed.py
@@ -32,10 +29,10 @@ LIMIT_MS = 120_000  # a view not painted by then is reported as such
 class Load:
     """One page load as the browser saw it."""
 
-    paint_ms: float | None          # None: not painted within the limit (or the tab crashed)
+    paint_ms: float | None  # None: not painted within the limit (or the tab crashed)
     http_bytes: int
     websocket_bytes: int
-    document_bytes: int             # the HTML document alone
+    document_bytes: int  # the HTML document alone
     off_loopback: list[str] = field(default_factory=list)
     error: str = ""
     script_done_ms: float | None = None  # Streamlit pages: when the server's run ended (the rest is drawing)
@@ -69,12 +66,19 @@ def load(context, url: str, condition: str, arg=None, limit_ms: int = LIMIT_MS) 
     documents: dict[str, str] = {}
     websocket = [0]
     requests: list[str] = []
-    network.on("Network.loadingFinished",
-               lambda event: sizes.__setitem__(event["requestId"], event["encodedDataLength"]))
-    network.on("Network.requestWillBeSent",
-               lambda event: documents.__setitem__(event["requestId"], event["type"]) if event.get("type") else None)
-    page.on("websocket", lambda socket: socket.on(
-        "framereceived", lambda payload: websocket.__setitem__(0, websocket[0] + len(payload))))
+    network.on(
+        "Network.loadingFinished", lambda event: sizes.__setitem__(event["requestId"], event["encodedDataLength"])
+    )
+    network.on(
+        "Network.requestWillBeSent",
+        lambda event: documents.__setitem__(event["requestId"], event["type"]) if event.get("type") else None,
+    )
+    page.on(
+        "websocket",
+        lambda socket: socket.on(
+            "framereceived", lambda payload: websocket.__setitem__(0, websocket[0] + len(payload))
+        ),
+    )
     page.on("request", lambda request: requests.append(request.url))
     page.add_init_script(SCRIPT_DONE)
     paint_ms, script_ms, error = None, None, ""
@@ -84,14 +88,21 @@ def load(context, url: str, condition: str, arg=None, limit_ms: int = LIMIT_MS) 
         paint_ms = float(handle.json_value())
         script_ms = page.evaluate("() => window.__scriptDone")
         page.wait_for_timeout(500)  # late responses (a font, the favicon) still count as bytes sent
-    except Exception as problem:  # noqa: BLE001 (a timeout or a crashed tab is a result here)
+    except Exception as problem:
         error = f"{type(problem).__name__}: {str(problem).splitlines()[0][:120]}"
     document = sum(size for request, size in sizes.items() if documents.get(request) == "Document")
-    result = Load(paint_ms, sum(sizes.values()), websocket[0], document,
-                  [url for url in requests if not is_loopback(url)], error, script_ms)
+    result = Load(
+        paint_ms,
+        sum(sizes.values()),
+        websocket[0],
+        document,
+        [url for url in requests if not is_loopback(url)],
+        error,
+        script_ms,
+    )
     try:
         page.close()
-    except Exception:  # noqa: BLE001 (a crashed tab may refuse to close)
+    except Exception:
         pass
     return result
 

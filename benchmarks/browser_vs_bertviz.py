@@ -43,19 +43,30 @@ import tarfile
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import torch
 from bertviz import head_view, model_view
+from browser_support import (
+    ARTIFACTS,
+    LIMIT_MS,
+    STREAMLIT_PAINTED,
+    Load,
+    StreamlitServer,
+    chromium_launch_options,
+    load,
+    load_average,
+    median,
+    new_context,
+    painted_when,
+    text_of_exactly,
+)
 from playwright.sync_api import sync_playwright
 from transformers import BertModel
 
-from browser_support import (
-    ARTIFACTS, LIMIT_MS, STREAMLIT_PAINTED, Load, StreamlitServer, chromium_launch_options, load, load_average, median,
-    new_context, painted_when, text_of_exactly,
-)
 import anatomy
-from lessons import LESSONS, OTHER_TABS
+from harness.views import LESSONS, OTHER_TABS
 
 LENGTHS = (32, 128, 256, 512)
 ALL_PAGES_GOAL_SECONDS = 3.0
@@ -87,6 +98,8 @@ def fetch_vendor_libraries() -> None:
             (tarball,) = Path(folder).glob("*.tgz")
             with tarfile.open(tarball) as archive:
                 source = archive.extractfile(f"package/{member}")
+                if source is None:
+                    raise FileNotFoundError(f"{package} holds no file {member}")
                 (VENDOR / served_as).write_bytes(source.read())
 
 
@@ -97,8 +110,9 @@ def offline_html(fragment: str, title: str) -> str:
         fragment = fragment.replace(cdn, local)
     head = fragment[:200_000]  # the CDN addresses sit before the attention data
     assert "cdnjs" not in head and "googleapis" not in head, "a CDN address was left in BertViz's HTML"
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head>"
-            f"<body>{fragment}</body></html>")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head><body>{fragment}</body></html>"
+    )
 
 
 def write_bertviz_pages(site: Path, hf_model, tokenizer, text: str, length: int) -> None:
@@ -142,7 +156,7 @@ class StaticSite:
 FLOOR_APPS = {
     "empty page": 'import streamlit as st\nst.title("Floor")\n',
     "one 2×2 chart": (
-        "import plotly.graph_objects as go\nimport streamlit as st\nst.title(\"Floor\")\n"
+        'import plotly.graph_objects as go\nimport streamlit as st\nst.title("Floor")\n'
         "st.plotly_chart(go.Figure(go.Heatmap(z=[[0.1, 0.9], [0.6, 0.4]])))\n"
     ),
 }
@@ -191,8 +205,11 @@ def first_load(browser, url: str, condition: str, arg) -> float | None:
 
 
 def summary(cold: list[Load], warm: list[Load]) -> dict:
-    seconds = lambda loads: (None if any(item.paint_ms is None for item in loads) or not loads  # noqa: E731
-                             else median([item.paint_ms for item in loads]) / 1000)
+    def seconds(loads: list[Load]) -> float | None:
+        if not loads or any(item.paint_ms is None for item in loads):
+            return None
+        return median([item.paint_ms for item in loads]) / 1000
+
     script = [item.script_done_ms for item in cold if item.script_done_ms is not None]
     return {
         "script_done_s": median(script) / 1000 if script else None,
@@ -222,10 +239,12 @@ def compare_at(length: int, browser, server, site, site_folder: Path, hf_model, 
     first = first_load(browser, ours, STREAMLIT_PAINTED, 1)
     rows = {
         "app multihead": summary(*measure(browser, ours, STREAMLIT_PAINTED, 1, repeats)),
-        "bertviz head": summary(*measure(browser, f"{site.url}/head_view-{length}.html", BERTVIZ_PAINTED, None,
-                                         repeats)),
-        "bertviz model": summary(*measure(browser, f"{site.url}/model_view-{length}.html", BERTVIZ_PAINTED, None,
-                                          repeats)),
+        "bertviz head": summary(
+            *measure(browser, f"{site.url}/head_view-{length}.html", BERTVIZ_PAINTED, None, repeats)
+        ),
+        "bertviz model": summary(
+            *measure(browser, f"{site.url}/model_view-{length}.html", BERTVIZ_PAINTED, None, repeats)
+        ),
     }
     rows["app multihead"]["first_s"] = first
     for html in site_folder.glob(f"*-{length}.html"):
@@ -251,10 +270,12 @@ def time_every_page(browser, server, tokenizer, repeats: int, views: dict) -> di
 
 def print_row(name: str, row: dict, length: int | str | None = None) -> None:
     lead = f"{length:>6}  {name:<15}" if length is not None else f"{name:<44}"
-    print(f"{lead}{show(row['total_bytes'], 'MB'):>9}{show(row['data_bytes'], 'MB'):>9}"
-          f"{show(row['first_s']) if 'first_s' in row else '':>9}{show(row['cold_s']):>9}{show(row['warm_s']):>9}"
-          f"{show(row['script_done_s']) if row['script_done_s'] is not None else '':>9}  {'; '.join(row['errors'])}"
-          f"{'  OFF LOOPBACK: ' + ', '.join(row['off_loopback']) if row['off_loopback'] else ''}")
+    print(
+        f"{lead}{show(row['total_bytes'], 'MB'):>9}{show(row['data_bytes'], 'MB'):>9}"
+        f"{show(row['first_s']) if 'first_s' in row else '':>9}{show(row['cold_s']):>9}{show(row['warm_s']):>9}"
+        f"{show(row['script_done_s']) if row['script_done_s'] is not None else '':>9}  {'; '.join(row['errors'])}"
+        f"{'  OFF LOOPBACK: ' + ', '.join(row['off_loopback']) if row['off_loopback'] else ''}"
+    )
 
 
 COLUMNS = f"{'total MB':>9}{'data MB':>9}{'first s':>9}{'cold s':>9}{'warm s':>9}{'script s':>9}"
@@ -278,16 +299,22 @@ def main() -> None:
     site_folder = Path(tempfile.mkdtemp(prefix="bertviz-site-"))
     shutil.copytree(VENDOR, site_folder / "vendor")
     site = StaticSite(site_folder)
-    results = {"load_average_before": load_average(), "lengths": {}, "floor": {}, "pages_at_512": {},
-               "tabs_at_512": {}}
+    results: dict[str, Any] = {  # written as JSON with --json
+        "load_average_before": load_average(),
+        "lengths": {},
+        "floor": {},
+        "pages_at_512": {},
+        "tabs_at_512": {},
+    }
     print(f"load average before: {results['load_average_before']}")
     with StreamlitServer(log_path=ARTIFACTS / "streamlit-benchmark.log") as server, sync_playwright() as playwright:
         browser = playwright.chromium.launch(**chromium_launch_options())
         if lengths:
             print(f"{'tokens':>6}  {'view':<15}{COLUMNS}")
         for length in lengths:
-            rows = compare_at(length, browser, server, site, site_folder, hf_model, pretrained.tokenizer,
-                              arguments.repeats)
+            rows = compare_at(
+                length, browser, server, site, site_folder, hf_model, pretrained.tokenizer, arguments.repeats
+            )
             for name, row in rows.items():
                 print_row(name, row, length)
             results["lengths"][length] = rows
@@ -299,14 +326,14 @@ def main() -> None:
             print("\nEvery page at 512 tokens (first: the page's own caches are cold; the model run is shared)")
             print(f"{'page':<44}{COLUMNS}")
             chosen = set(arguments.only.split(",")) if arguments.only else None
-            pages, tabs = ({name: view for name, view in views.items() if chosen is None or name in chosen}
-                           for views in (LESSONS, {} if arguments.no_tabs else OTHER_TABS))
-            results["pages_at_512"] = time_every_page(browser, server, pretrained.tokenizer, arguments.repeats,
-                                                      pages)
+            pages, tabs = (
+                {name: view for name, view in views.items() if chosen is None or name in chosen}
+                for views in (LESSONS, {} if arguments.no_tabs else OTHER_TABS)
+            )
+            results["pages_at_512"] = time_every_page(browser, server, pretrained.tokenizer, arguments.repeats, pages)
             if tabs:
                 print("\nEvery other tab at 512 tokens (a tab runs once it is opened)")
-                results["tabs_at_512"] = time_every_page(browser, server, pretrained.tokenizer, arguments.repeats,
-                                                         tabs)
+                results["tabs_at_512"] = time_every_page(browser, server, pretrained.tokenizer, arguments.repeats, tabs)
         browser.close()
     site.close()
     shutil.rmtree(site_folder, ignore_errors=True)
@@ -323,11 +350,15 @@ def report_floor(length: int, bertviz: dict, floor: dict) -> None:
     if not empty or not one_chart or bertviz["cold_s"] is None:
         return
     if bertviz["cold_s"] < empty["cold_s"]:
-        print(f"        BertViz paints in {bertviz['cold_s']:.2f} s: before a Streamlit page holding only a title "
-              f"({empty['cold_s']:.2f} s in this run)")
+        print(
+            f"        BertViz paints in {bertviz['cold_s']:.2f} s: before a Streamlit page holding only a title "
+            f"({empty['cold_s']:.2f} s in this run)"
+        )
     if bertviz["total_bytes"] < one_chart["total_bytes"]:
-        print(f"        BertViz sends {bertviz['total_bytes'] / 1e6:.2f} MB: less than a Streamlit page holding one "
-              f"2×2 plotly chart ({one_chart['total_bytes'] / 1e6:.2f} MB in this run)")
+        print(
+            f"        BertViz sends {bertviz['total_bytes'] / 1e6:.2f} MB: less than a Streamlit page holding one "
+            f"2×2 plotly chart ({one_chart['total_bytes'] / 1e6:.2f} MB in this run)"
+        )
 
 
 def report_goals(results: dict) -> None:
@@ -337,16 +368,23 @@ def report_goals(results: dict) -> None:
         fewer_total = ours["total_bytes"] < theirs["total_bytes"]
         fewer_data = ours["data_bytes"] < theirs["data_bytes"]
         sooner = ours["cold_s"] is not None and (theirs["cold_s"] is None or ours["cold_s"] < theirs["cold_s"])
-        print(f"  {length:>3} tokens, multihead vs BertViz head view: fewer bytes (cold total) "
-              f"{'PASS' if fewer_total else 'MISS'}, fewer bytes (data) {'PASS' if fewer_data else 'MISS'}, "
-              f"paints sooner (cold) {'PASS' if sooner else 'MISS'}")
+        print(
+            f"  {length:>3} tokens, multihead vs BertViz head view: fewer bytes (cold total) "
+            f"{'PASS' if fewer_total else 'MISS'}, fewer bytes (data) {'PASS' if fewer_data else 'MISS'}, "
+            f"paints sooner (cold) {'PASS' if sooner else 'MISS'}"
+        )
         report_floor(length, theirs, results["floor"])
     for views, what in ((results["pages_at_512"], "page"), (results["tabs_at_512"], "other tab")):
         for kind in ("first_s", "cold_s", "warm_s") if views else ():
-            slow = {name: round(row[kind], 2) if row[kind] is not None else None for name, row in views.items()
-                    if row[kind] is None or row[kind] > ALL_PAGES_GOAL_SECONDS}
-            print(f"  every {what} paints in <= {ALL_PAGES_GOAL_SECONDS:.0f} s at 512 tokens ({kind[:-2]}): "
-                  f"{'PASS' if not slow else 'MISS ' + json.dumps(slow, ensure_ascii=False)}")
+            slow = {
+                name: round(row[kind], 2) if row[kind] is not None else None
+                for name, row in views.items()
+                if row[kind] is None or row[kind] > ALL_PAGES_GOAL_SECONDS
+            }
+            print(
+                f"  every {what} paints in <= {ALL_PAGES_GOAL_SECONDS:.0f} s at 512 tokens ({kind[:-2]}): "
+                f"{'PASS' if not slow else 'MISS ' + json.dumps(slow, ensure_ascii=False)}"
+            )
 
 
 if __name__ == "__main__":

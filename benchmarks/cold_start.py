@@ -26,14 +26,20 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-from playwright.sync_api import sync_playwright
-
 from browser_support import (
-    ARTIFACTS, STREAMLIT_PAINTED, StreamlitServer, chromium_launch_options, load_average, median, new_context,
+    ARTIFACTS,
+    STREAMLIT_PAINTED,
+    StreamlitServer,
+    chromium_launch_options,
+    load_average,
+    median,
+    new_context,
     text_of_exactly,
 )
+from playwright.sync_api import sync_playwright
+
 import anatomy
-from lessons import VIEWS
+from harness.views import VIEWS
 
 GOAL_SECONDS, GOAL_MB = 10.0, 700.0
 LONG = 512
@@ -91,24 +97,31 @@ def one_cold_start(browser, long_text: str, index: int) -> dict:
         page.goto(f"{server.url}/multihead", wait_until="commit")
         wait_painted(page, 1)
         first_chart = time.perf_counter() - start
-        loaded_mb = resident_mb(server.process.pid)
-        peak_mb = status_kb(server.process.pid, "VmHWM") / 1024
+        loaded_mb = resident_mb(server.started_process.pid)
+        peak_mb = status_kb(server.started_process.pid, "VmHWM") / 1024
         by_page, peak_by_page = {}, {}
         for name, lesson in VIEWS.items():
             query = "".join(f"&{key}={quote(str(value))}" for key, value in lesson.query.items())
-            reset_peak(server.process.pid)
+            reset_peak(server.started_process.pid)
             page.goto(f"{server.url}/{lesson.path}?text={quote(long_text)}{query}", wait_until="commit")
             wait_painted(page, min(lesson.charts, 1))
-            by_page[name] = resident_mb(server.process.pid)
-            peak_by_page[name] = status_kb(server.process.pid, "VmHWM") / 1024
-        after_long_mb = resident_mb(server.process.pid)
+            by_page[name] = resident_mb(server.started_process.pid)
+            peak_by_page[name] = status_kb(server.started_process.pid, "VmHWM") / 1024
+        after_long_mb = resident_mb(server.started_process.pid)
         peak_mb = max(peak_mb, *peak_by_page.values())
     finally:
         context.close()
         server.stop()
-    return {"health_s": health, "welcome_s": welcome, "first_chart_s": first_chart,
-            "rss_model_loaded_mb": loaded_mb, "rss_after_512_every_page_mb": after_long_mb, "peak_mb": peak_mb,
-            "rss_after_each_512_page_mb": by_page, "peak_during_each_512_page_mb": peak_by_page}
+    return {
+        "health_s": health,
+        "welcome_s": welcome,
+        "first_chart_s": first_chart,
+        "rss_model_loaded_mb": loaded_mb,
+        "rss_after_512_every_page_mb": after_long_mb,
+        "peak_mb": peak_mb,
+        "rss_after_each_512_page_mb": by_page,
+        "peak_during_each_512_page_mb": peak_by_page,
+    }
 
 
 def main() -> None:
@@ -122,30 +135,45 @@ def main() -> None:
     runs = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(**chromium_launch_options())
-        print(f"{'run':>3}{'health s':>10}{'welcome s':>11}{'1st chart s':>13}{'RSS loaded MB':>15}"
-              f"{'RSS 512 MB':>12}{'peak MB':>9}")
+        print(
+            f"{'run':>3}{'health s':>10}{'welcome s':>11}{'1st chart s':>13}{'RSS loaded MB':>15}"
+            f"{'RSS 512 MB':>12}{'peak MB':>9}"
+        )
         for index in range(arguments.repeats):
             run = one_cold_start(browser, long_text, index)
             runs.append(run)
-            print(f"{index + 1:>3}{run['health_s']:>10.2f}{run['welcome_s']:>11.2f}{run['first_chart_s']:>13.2f}"
-                  f"{run['rss_model_loaded_mb']:>15.0f}{run['rss_after_512_every_page_mb']:>12.0f}"
-                  f"{run['peak_mb']:>9.0f}")
+            print(
+                f"{index + 1:>3}{run['health_s']:>10.2f}{run['welcome_s']:>11.2f}{run['first_chart_s']:>13.2f}"
+                f"{run['rss_model_loaded_mb']:>15.0f}{run['rss_after_512_every_page_mb']:>12.0f}"
+                f"{run['peak_mb']:>9.0f}"
+            )
         browser.close()
     print("RSS (MB) after opening each view with the 512-token text, in this order, and (its peak while it ran):")
     for run in runs:
-        print("   " + ", ".join(f"{name} {mb:.0f} ({run['peak_during_each_512_page_mb'][name]:.0f})"
-                                for name, mb in run["rss_after_each_512_page_mb"].items()))
+        print(
+            "   "
+            + ", ".join(
+                f"{name} {mb:.0f} ({run['peak_during_each_512_page_mb'][name]:.0f})"
+                for name, mb in run["rss_after_each_512_page_mb"].items()
+            )
+        )
     medians = {key: median([run[key] for run in runs]) for key in runs[0] if not isinstance(runs[0][key], dict)}
-    print(f"{'med':>3}{medians['health_s']:>10.2f}{medians['welcome_s']:>11.2f}{medians['first_chart_s']:>13.2f}"
-          f"{medians['rss_model_loaded_mb']:>15.0f}{medians['rss_after_512_every_page_mb']:>12.0f}"
-          f"{medians['peak_mb']:>9.0f}")
+    print(
+        f"{'med':>3}{medians['health_s']:>10.2f}{medians['welcome_s']:>11.2f}{medians['first_chart_s']:>13.2f}"
+        f"{medians['rss_model_loaded_mb']:>15.0f}{medians['rss_after_512_every_page_mb']:>12.0f}"
+        f"{medians['peak_mb']:>9.0f}"
+    )
     print(f"load average after: {load_average()}")
     print("\nGoals")
-    print(f"  first page painted <= {GOAL_SECONDS:.0f} s: {'PASS' if medians['welcome_s'] <= GOAL_SECONDS else 'MISS'}"
-          f" (first chart: {'PASS' if medians['first_chart_s'] <= GOAL_SECONDS else 'MISS'})")
+    print(
+        f"  first page painted <= {GOAL_SECONDS:.0f} s: {'PASS' if medians['welcome_s'] <= GOAL_SECONDS else 'MISS'}"
+        f" (first chart: {'PASS' if medians['first_chart_s'] <= GOAL_SECONDS else 'MISS'})"
+    )
     largest = max(max(run["rss_after_512_every_page_mb"], run["peak_mb"]) for run in runs)
-    print(f"  resident memory <= {GOAL_MB:.0f} MB (largest reading or peak, every run): "
-          f"{'PASS' if largest <= GOAL_MB else 'MISS'} ({largest:.0f} MB)")
+    print(
+        f"  resident memory <= {GOAL_MB:.0f} MB (largest reading or peak, every run): "
+        f"{'PASS' if largest <= GOAL_MB else 'MISS'} ({largest:.0f} MB)"
+    )
     if arguments.json:
         arguments.json.write_text(json.dumps({"runs": runs, "medians": medians}, indent=2))
 

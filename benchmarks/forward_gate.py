@@ -1,4 +1,4 @@
-"""What the forward-pass gate (anatomy/ui/loaders.py) buys: many sessions asking for a new traced run at the
+"""What the forward-pass gate (lessons/common/ui/loaders.py) buys: many sessions asking for a new traced run at the
 same moment, with the gate and without it, each in a fresh process.
 
 Every session runs `run_encoder` on a text of its own in a thread of its own, as Streamlit runs each session's
@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def resident_bytes() -> int:
@@ -32,12 +31,12 @@ def resident_bytes() -> int:
 
 def measure(sessions: int, tokens: int, gated: bool) -> dict:
     """In this process: `sessions` threads each compute one new traced run, through the gate or not."""
-    from anatomy.ui import memory
+    from lessons.common import memory
 
     memory.configure_allocator()  # as app.py does first thing
-    from anatomy.analysis import run_encoder
-    from anatomy.pretrained import load_pretrained
-    from anatomy.ui import loaders
+    from anatomy.checkpoints.pretrained import load_pretrained
+    from lessons.common.runs import run_encoder
+    from lessons.common.ui import loaders
 
     pretrained = load_pretrained(device="cpu")
     texts = [" ".join([f"word{session}"] * tokens) for session in range(sessions)]
@@ -66,13 +65,24 @@ def measure(sessions: int, tokens: int, gated: bool) -> dict:
     seconds = time.perf_counter() - start
     done.set()
     sampler.join()
-    return {"passes_at_once": loaders.MAX_CONCURRENT_FORWARDS if gated else sessions,
-            "peak_above_start_mb": round((peak[0] - before) / 2**20), "seconds": round(seconds, 2)}
+    return {
+        "passes_at_once": loaders.MAX_CONCURRENT_FORWARDS if gated else sessions,
+        "peak_above_start_mb": round((peak[0] - before) / 2**20),
+        "seconds": round(seconds, 2),
+    }
 
 
 def in_fresh_process(sessions: int, tokens: int, gated: bool) -> dict:
-    command = [sys.executable, __file__, "--sessions", str(sessions), "--tokens", str(tokens),
-               "--only", "gated" if gated else "ungated"]
+    command = [
+        sys.executable,
+        __file__,
+        "--sessions",
+        str(sessions),
+        "--tokens",
+        str(tokens),
+        "--only",
+        "gated" if gated else "ungated",
+    ]
     return json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout.splitlines()[-1])
 
 
@@ -81,8 +91,10 @@ def compare(sessions: int, tokens: int, repeats: int) -> None:
     for _ in range(repeats):
         for gated in (False, True):
             figures = in_fresh_process(sessions, tokens, gated)
-            print(f"  {'with the gate   ' if gated else 'without the gate'}  {figures['passes_at_once']:3} passes at "
-                  f"once  peak +{figures['peak_above_start_mb']:5} MB  all done in {figures['seconds']:.2f} s")
+            print(
+                f"  {'with the gate   ' if gated else 'without the gate'}  {figures['passes_at_once']:3} passes at "
+                f"once  peak +{figures['peak_above_start_mb']:5} MB  all done in {figures['seconds']:.2f} s"
+            )
 
 
 def main() -> int:

@@ -14,7 +14,7 @@ shows medians. Before timing a length the script checks that anatomy and HF comp
 states, so it cannot be comparing different computations. The goals are informational: the script exits
 0 whether or not they are met, and non-zero only on an error.
 
-`--served-allocator` first applies the malloc settings the app's server runs with (anatomy/ui/memory.py:
+`--served-allocator` first applies the malloc settings the app's server runs with (lessons/common/memory.py:
 freed tensors go back to the system at once, which keeps the server small but makes fresh allocations
 fault in their pages), so the figures are those of a forward pass inside the running app.
 """
@@ -24,15 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 from transformers import BertModel
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script, find the repo's anatomy
-import anatomy  # noqa: E402
+import anatomy
 
 LENGTHS = (32, 128, 512)
 TOLERANCE = 1e-4
@@ -68,7 +65,8 @@ def medians(contenders: dict, device: torch.device, repeats: int, warmup: int) -
     for _ in range(warmup):
         for function in contenders.values():
             function()
-    names, samples = list(contenders), {name: [] for name in contenders}
+    names = list(contenders)
+    samples: dict[str, list[float]] = {name: [] for name in contenders}
     for repetition in range(repeats):
         shift = repetition % len(names)  # nobody always goes first, onto a cache the others warmed
         for name in names[shift:] + names[:shift]:
@@ -80,19 +78,23 @@ def bench_device(device: torch.device, repeats: int, warmup: int) -> list[dict]:
     """One row per length: the three medians, the ratios to HF, and the largest hidden-state difference."""
     pretrained = anatomy.load_pretrained(device=device)
     ours = pretrained.model
-    hf = BertModel.from_pretrained(str(pretrained.folder), attn_implementation="eager").to(device).eval()
+    hf = BertModel.from_pretrained(str(pretrained.folder), attn_implementation="eager")
+    # transformers declares `to` through functools.wraps(nn.Module.to), whose type still expects `self` first
+    hf = hf.to(device).eval()  # type: ignore[arg-type]
     rows = []
     for num_tokens in LENGTHS:
         ids, mask = make_inputs(pretrained.tokenizer, num_tokens, device)
         contenders = {
-            "hf_eager": lambda: hf(input_ids=ids, attention_mask=mask, output_attentions=True),
-            "trace_off": lambda: ours(ids, attention_mask=mask, trace=False),
-            "trace_on": lambda: ours(ids, attention_mask=mask, trace=True),
+            "hf_eager": lambda ids=ids, mask=mask: hf(input_ids=ids, attention_mask=mask, output_attentions=True),
+            "trace_off": lambda ids=ids, mask=mask: ours(ids, attention_mask=mask, trace=False),
+            "trace_on": lambda ids=ids, mask=mask: ours(ids, attention_mask=mask, trace=True),
         }
         with torch.inference_mode():
             reference = contenders["hf_eager"]().last_hidden_state
-            max_diff = max((contenders[name]().last_hidden_state - reference).abs().max().item()
-                           for name in ("trace_off", "trace_on"))
+            max_diff = max(
+                (contenders[name]().last_hidden_state - reference).abs().max().item()
+                for name in ("trace_off", "trace_on")
+            )
             if max_diff > TOLERANCE:
                 raise SystemExit(f"{num_tokens} tokens on {device}: anatomy and HF differ by {max_diff:.2e}")
             row = {"tokens": num_tokens, "device": device.type, "max_diff": max_diff}
@@ -104,14 +106,18 @@ def bench_device(device: torch.device, repeats: int, warmup: int) -> list[dict]:
 
 
 def print_table(rows: list[dict]) -> None:
-    header = f"{'tokens':>6}  {'device':<6}  {'HF eager ms':>11}  {'trace off ms':>12}  {'ratio':>6}  " \
-             f"{'trace on ms':>11}  {'ratio':>6}  {'max |diff|':>10}"
+    header = (
+        f"{'tokens':>6}  {'device':<6}  {'HF eager ms':>11}  {'trace off ms':>12}  {'ratio':>6}  "
+        f"{'trace on ms':>11}  {'ratio':>6}  {'max |diff|':>10}"
+    )
     print(header)
     print("-" * len(header))
     for row in rows:
-        print(f"{row['tokens']:>6}  {row['device']:<6}  {row['hf_eager_ms']:>11.2f}  "
-              f"{row['trace_off_ms']:>12.2f}  {row['trace_off_ratio']:>5.2f}x  "
-              f"{row['trace_on_ms']:>11.2f}  {row['trace_on_ratio']:>5.2f}x  {row['max_diff']:>10.1e}")
+        print(
+            f"{row['tokens']:>6}  {row['device']:<6}  {row['hf_eager_ms']:>11.2f}  "
+            f"{row['trace_off_ms']:>12.2f}  {row['trace_off_ratio']:>5.2f}x  "
+            f"{row['trace_on_ms']:>11.2f}  {row['trace_on_ratio']:>5.2f}x  {row['max_diff']:>10.1e}"
+        )
 
 
 def check_goals(rows: list[dict]) -> list[dict]:
@@ -119,8 +125,9 @@ def check_goals(rows: list[dict]) -> list[dict]:
     verdicts = []
     for contender, tokens, limit in GOALS:
         for device in dict.fromkeys(row["device"] for row in rows):
-            worst = max(row[f"{contender}_ratio"] for row in rows
-                        if row["device"] == device and tokens in (None, row["tokens"]))
+            worst = max(
+                row[f"{contender}_ratio"] for row in rows if row["device"] == device and tokens in (None, row["tokens"])
+            )
             goal = f"{contender} <= {limit}x HF at {'every length' if tokens is None else f'{tokens} tokens'}"
             verdicts.append({"goal": goal, "device": device, "worst_ratio": worst, "passed": worst <= limit})
             print(f"{'PASS' if worst <= limit else 'MISS'}  {device:<5} {goal} (worst {worst:.2f}x)")
@@ -132,25 +139,39 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=40, help="timed repetitions per contender and length")
     parser.add_argument("--warmup", type=int, default=5, help="untimed repetitions before timing")
     parser.add_argument("--json", metavar="PATH", help="also write the results to this JSON file")
-    parser.add_argument("--served-allocator", action="store_true",
-                        help="run with the app server's malloc settings (anatomy.ui.memory.configure_allocator)")
+    parser.add_argument(
+        "--served-allocator",
+        action="store_true",
+        help="run with the app server's malloc settings (lessons.common.memory.configure_allocator)",
+    )
     args = parser.parse_args()
     if args.served_allocator:
-        from anatomy.ui import memory
+        from lessons.common import memory
 
         print(f"the app server's malloc settings applied: {memory.configure_allocator()}")
 
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads (default), "
-          f"{args.repeats} repeats, medians in milliseconds, batch size 1\n")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads (default), "
+        f"{args.repeats} repeats, medians in milliseconds, batch size 1\n"
+    )
     rows = [row for device in devices for row in bench_device(device, args.repeats, args.warmup)]
     print_table(rows)
     print("\nGoals (informational): trace off <= 1.0x HF eager at every length; trace on <= 1.5x at 128 tokens")
     verdicts = check_goals(rows)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as file:
-            json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(),
-                       "repeats": args.repeats, "rows": rows, "goals": verdicts}, file, indent=2)
+            json.dump(
+                {
+                    "torch": torch.__version__,
+                    "threads": torch.get_num_threads(),
+                    "repeats": args.repeats,
+                    "rows": rows,
+                    "goals": verdicts,
+                },
+                file,
+                indent=2,
+            )
         print(f"\nwrote {args.json}")
 
 

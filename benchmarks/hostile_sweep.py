@@ -16,34 +16,62 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from apptest_helpers import open_page  # noqa: E402
-import hostile_corpus  # noqa: E402
-from hostile_corpus import NUMBER_PARAMETERS, NUMBER_TEXTS, TEXTS, OutboundConnections, problems_after  # noqa: E402
+from harness import hostile as hostile_corpus
+from harness.apptest import open_page
+from harness.hostile import NUMBER_PARAMETERS, NUMBER_TEXTS, TEXTS, OutboundConnections, problems_after
 
 # Every view whose content depends on the sidebar text: a page plus the link parameters that open a tab.
 SIDEBAR_VIEWS = {
     "home": ("pages/home.py", {}),
-    **{f"tokenization/{tab}": ("pages/tokenization.py", {"tok_tab": tab}) for tab in (
-        "Text → tokens", "Tokens → vectors", "Three tokenizers")},
-    **{f"positional/{tab}": ("pages/positional.py", {"pos_tab": tab}) for tab in (
-        "Formula and curves", "The whole table", "Similarity between positions", "Bounded, unique, deterministic")},
+    **{
+        f"tokenization/{tab}": ("pages/tokenization.py", {"tok_tab": tab})
+        for tab in ("Text → tokens", "Tokens → vectors", "Three tokenizers")
+    },
+    **{
+        f"positional/{tab}": ("pages/positional.py", {"pos_tab": tab})
+        for tab in (
+            "Formula and curves",
+            "The whole table",
+            "Similarity between positions",
+            "Bounded, unique, deterministic",
+        )
+    },
     "attention/embeddings": ("pages/attention.py", {"att_source": "embeddings"}),
     "attention/model": ("pages/attention.py", {"att_source": "model"}),
-    **{f"multihead/{tab}": ("pages/multihead.py", {"mh_tab": tab}) for tab in (
-        "All heads", "Head view", "Two sentences", "Head statistics", "Split and recombine", "Switch a head off")},
-    **{f"causal/{tab}": ("pages/causal.py", {"cm_tab": tab}) for tab in (
-        "The chapter's example", "One head on your text", "No mask, padding, causal")},
+    **{
+        f"multihead/{tab}": ("pages/multihead.py", {"mh_tab": tab})
+        for tab in (
+            "All heads",
+            "Head view",
+            "Two sentences",
+            "Head statistics",
+            "Split and recombine",
+            "Switch a head off",
+        )
+    },
+    **{
+        f"causal/{tab}": ("pages/causal.py", {"cm_tab": tab})
+        for tab in ("A worked example", "One head on your text", "No mask, padding, causal")
+    },
     "causal/cheater": ("pages/causal.py", {"cm_tab": "A trained decoder", "cm_cheater": "true"}),
-    **{f"decoder/{tab}": ("pages/decoder.py", {"dec_tab": tab}) for tab in (
-        "Three attentions", "Writing the answer", "Three families")},
+    **{
+        f"decoder/{tab}": ("pages/decoder.py", {"dec_tab": tab})
+        for tab in ("Three attentions", "Writing the answer", "Three families")
+    },
     "training": ("pages/training.py", {}),
-    **{f"encoder/{tab}": ("pages/encoder.py", {"enc_tab": tab}) for tab in (
-        "Attention, all layers", "Hidden states", "A word in context", "Pre-LN vs post-LN", "Feed-forward",
-        "Classification head", "Parameters")},
+    **{
+        f"encoder/{tab}": ("pages/encoder.py", {"enc_tab": tab})
+        for tab in (
+            "Attention, all layers",
+            "Hidden states",
+            "A word in context",
+            "Pre-LN vs post-LN",
+            "Feed-forward",
+            "Classification head",
+            "Parameters",
+        )
+    },
 }
 QUICK_VIEWS = ("tokenization/Text → tokens", "attention/model", "encoder/Attention, all layers")
 
@@ -70,8 +98,10 @@ class Tally:
         for field, row in self.rows.items():
             times = sorted(row["times"])
             slowest, slowest_name = times[-1]
-            print(f"{field:44} {row['runs']:5d} {len(row['failures']):6d} "
-                  f"{statistics.median(t for t, _ in times):9.2f} {slowest:10.2f}  {slowest_name}")
+            print(
+                f"{field:44} {row['runs']:5d} {len(row['failures']):6d} "
+                f"{statistics.median(t for t, _ in times):9.2f} {slowest:10.2f}  {slowest_name}"
+            )
             failures += len(row["failures"])
         for field, row in self.rows.items():
             for failure in row["failures"]:
@@ -115,8 +145,9 @@ def sweep_numbers(tally: Tally) -> None:
             for name, raw in NUMBER_TEXTS.items():
                 start = time.perf_counter()
                 app = open_page(page, query={**opening, parameter: raw})
-                tally.add(f"?{parameter}= on {view} (link)", name, time.perf_counter() - start,
-                          problems_after(app, raw))
+                tally.add(
+                    f"?{parameter}= on {view} (link)", name, time.perf_counter() - start, problems_after(app, raw)
+                )
 
 
 def main() -> int:
@@ -132,8 +163,10 @@ def main() -> int:
             sweep_page_fields(tally)
             sweep_numbers(tally)
     failures = tally.print()
-    print(f"{len(TEXTS)} texts, {len(NUMBER_TEXTS)} number strings; outbound connection attempts: "
-          f"{len(outbound.attempts)} {sorted(set(outbound.attempts))}; {time.perf_counter() - started:.0f} s in all")
+    print(
+        f"{len(TEXTS)} texts, {len(NUMBER_TEXTS)} number strings; outbound connection attempts: "
+        f"{len(outbound.attempts)} {sorted(set(outbound.attempts))}; {time.perf_counter() - started:.0f} s in all"
+    )
     return 1 if failures or outbound.attempts else 0
 
 

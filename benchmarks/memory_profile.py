@@ -4,7 +4,7 @@ each page the resident set, its peak during that page, and the bytes held by eac
     python benchmarks/memory_profile.py [--tokens 512] [--pages tokenization,attention] [--more-views]
         [--students 40] [--glibc-defaults | --mmap-threshold BYTES] [--no-trim]
 
-The allocator options compare glibc's settings (see anatomy/ui/memory.py); --more-views opens the tabs
+The allocator options compare glibc's settings (see lessons/common/memory.py); --more-views opens the tabs
 and toggles whose caches hold the most per entry; --students opens every lesson with many short texts.
 
 The app runs in this process through Streamlit's AppTest, so its caches are the ones a server would hold
@@ -24,24 +24,18 @@ import time
 import types
 from pathlib import Path
 
+import numpy as np
+import torch
+from browser_support import text_of_exactly
+from streamlit.runtime.caching import cache_resource_api
+
+import anatomy
+from harness.apptest import open_page
+from harness.room import student_text
+from harness.views import LESSONS
+from lessons.common import memory
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "tests" / "browser"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from streamlit.runtime.caching import cache_resource_api  # noqa: E402
-
-from apptest_helpers import open_page  # noqa: E402
-from browser_support import text_of_exactly  # noqa: E402
-from lessons import LESSONS  # noqa: E402
-from load_room import student_text  # noqa: E402
-
-import anatomy  # noqa: E402
-from anatomy.ui import memory  # noqa: E402
-
 
 # Views beyond each page's default one whose cached results are the largest at 512 tokens.
 MORE_VIEWS = [
@@ -105,8 +99,9 @@ def bytes_reachable(root, seen_objects: set[int], seen_storages: set[int]) -> in
 
 def cache_report() -> list[tuple[str, int, float]]:
     """(function, entries, MB) for every resource cache, the model's first so that it is counted once."""
-    caches = [cache for by_key in cache_resource_api._resource_caches._function_caches.values()
-              for cache in by_key.values()]
+    caches = [
+        cache for by_key in cache_resource_api._resource_caches._function_caches.values() for cache in by_key.values()
+    ]
     caches.sort(key=lambda cache: "_load_model" not in cache.display_name)
     seen_objects: set[int] = set()
     seen_storages: set[int] = set()
@@ -122,12 +117,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=512)
     parser.add_argument("--pages", default=",".join(name for name in LESSONS if name != "home"))
-    parser.add_argument("--glibc-defaults", action="store_true",
-                        help="leave malloc as glibc sets it (app.py's configure_allocator does nothing)")
-    parser.add_argument("--more-views", action="store_true",
-                        help="then the other tabs and full-size toggles, whose caches hold the most per entry")
-    parser.add_argument("--students", type=int, default=0,
-                        help="then every lesson once with each of this many students' texts (as load_test.py)")
+    parser.add_argument(
+        "--glibc-defaults",
+        action="store_true",
+        help="leave malloc as glibc sets it (app.py's configure_allocator does nothing)",
+    )
+    parser.add_argument(
+        "--more-views",
+        action="store_true",
+        help="then the other tabs and full-size toggles, whose caches hold the most per entry",
+    )
+    parser.add_argument(
+        "--students",
+        type=int,
+        default=0,
+        help="then every lesson once with each of this many students' texts (as load_test.py)",
+    )
     parser.add_argument("--mmap-threshold", type=int, help="bytes (default: memory.MMAP_THRESHOLD_BYTES)")
     parser.add_argument("--no-trim", action="store_true", help="never call malloc_trim")
     arguments = parser.parse_args()
@@ -170,8 +175,10 @@ def main() -> None:
                 query = {key: str(value) for key, value in LESSONS[name].query.items()}
                 open_page(f"pages/{name}.py", student_text(session, 0), query)
         gc.collect()
-        print(f"{f'{arguments.students} students':<28}{resident_mb():>8.0f} MB  (peak {peak_mb():.0f} MB, "
-              f"{time.perf_counter() - start:.0f} s)")
+        print(
+            f"{f'{arguments.students} students':<28}{resident_mb():>8.0f} MB  (peak {peak_mb():.0f} MB, "
+            f"{time.perf_counter() - start:.0f} s)"
+        )
         for function, entries, size in cache_report():
             print(f"    {function:<32}{entries:>3} entries {size:>8.1f} MB")
     print(f"final RSS {resident_mb():.0f} MB")

@@ -13,21 +13,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import statistics
-import sys
 import time
 from pathlib import Path
 
+from streamlit.testing.v1 import AppTest
+
+from anatomy.checkpoints.pretrained import load_pretrained
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import logging  # noqa: E402
-
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
 logging.disable(logging.WARNING)  # AppTest warns on every run that it has no browser session
-
-from anatomy.pretrained import load_pretrained  # noqa: E402
 
 PAGES = ["home", "tokenization", "positional", "attention", "multihead", "causal", "encoder"]
 LENGTHS = [32, 128, 512]

@@ -14,27 +14,30 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script, find the repo's anatomy
-from anatomy import live_training  # noqa: E402
-from anatomy.devices import available_devices, describe_device  # noqa: E402
-from anatomy.recipes import RECIPES  # noqa: E402
+from anatomy.devices import available_devices, describe_device
+from anatomy.training.recipes import RECIPES
+from lessons.training import live as live_training
 
 
 def train_once(name: str, device: torch.device, steps: int | None) -> dict:
     recipe = RECIPES[name]
-    settings = live_training.live_settings(recipe, steps or recipe.settings.steps,
-                                           recipe.settings.learning_rate, seed=0)
+    settings = live_training.live_settings(
+        recipe, steps or recipe.settings.steps, recipe.settings.learning_rate, seed=0
+    )
     model, run = live_training.train_fresh(recipe, settings, 0, device)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     return {
-        "recipe": name, "device": describe_device(device), "steps": run.steps, "seconds": run.seconds,
-        "steps_per_second": run.steps / run.seconds, "final_loss": run.final_loss,
+        "recipe": name,
+        "device": describe_device(device),
+        "steps": run.steps,
+        "seconds": run.seconds,
+        "steps_per_second": run.steps / run.seconds,
+        "final_loss": run.final_loss,
         "held_out_accuracy": live_training.held_out_accuracy(model, recipe.task),
     }
 
@@ -45,10 +48,13 @@ def main() -> None:
     parser.add_argument("--only", choices=sorted(RECIPES), action="append", help="this recipe (repeatable)")
     parser.add_argument("--json", metavar="PATH", help="also write the rows to this JSON file")
     arguments = parser.parse_args()
-    print(f"torch {torch.__version__}; devices: {', '.join(available_devices())}; "
-          f"{torch.get_num_threads()} CPU threads")
-    header = (f"{'recipe':<15} {'device':<34} {'steps':>5} {'seconds':>8} {'steps/s':>8} {'vs CPU':>7} "
-              f"{'final loss':>10} {'held-out':>8}")
+    print(
+        f"torch {torch.__version__}; devices: {', '.join(available_devices())}; {torch.get_num_threads()} CPU threads"
+    )
+    header = (
+        f"{'recipe':<15} {'device':<34} {'steps':>5} {'seconds':>8} {'steps/s':>8} {'vs CPU':>7} "
+        f"{'final loss':>10} {'held-out':>8}"
+    )
     print(header)
     print("-" * len(header))
     devices = ["cpu"] + [device for device in available_devices() if device != "cpu"]  # the reference first
@@ -60,9 +66,12 @@ def main() -> None:
             on_cpu = on_cpu or row
             row["speed_up_over_cpu"] = row["steps_per_second"] / on_cpu["steps_per_second"]
             rows.append(row)
-            print(f"{name:<15} {row['device']:<34} {row['steps']:>5} {row['seconds']:>8.1f} "
-                  f"{row['steps_per_second']:>8.1f} {row['speed_up_over_cpu']:>6.2f}x "
-                  f"{row['final_loss']:>10.2e} {row['held_out_accuracy']:>8.1%}", flush=True)
+            print(
+                f"{name:<15} {row['device']:<34} {row['steps']:>5} {row['seconds']:>8.1f} "
+                f"{row['steps_per_second']:>8.1f} {row['speed_up_over_cpu']:>6.2f}x "
+                f"{row['final_loss']:>10.2e} {row['held_out_accuracy']:>8.1%}",
+                flush=True,
+            )
     if arguments.json:
         Path(arguments.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
 

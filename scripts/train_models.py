@@ -1,4 +1,4 @@
-"""Train the models that ship in anatomy/trained, from their fixed seeds, and write them there.
+"""Train the models that ship in anatomy/checkpoints/trained, from their fixed seeds, and write them there.
 
     python scripts/train_models.py                       # all three
     python scripts/train_models.py --only sorter-cheater
@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from anatomy.recipes import HELD_OUT_SEED, RECIPES, TRAINED_FOLDER  # noqa: E402
-from anatomy.saving import WEIGHTS_FILE, save_trained  # noqa: E402
-from anatomy.tasks import exact_match_rate  # noqa: E402
+from anatomy.checkpoints.saving import WEIGHTS_FILE, save_trained
+from anatomy.training.recipes import HELD_OUT_SEED, RECIPES, TRAINED_FOLDER
+from anatomy.training.tasks import exact_match_rate
 
 HELD_OUT_WORDS = 2000
 
@@ -44,21 +41,25 @@ def main() -> None:
         recipe = RECIPES[name]
         overrides = {} if arguments.steps is None else {"steps": arguments.steps}
 
-        def report(step: int, loss: float) -> None:
+        start = time.perf_counter()
+
+        def report(step: int, loss: float, name: str = name, start: float = start) -> None:
             if step % 500 == 0:
                 elapsed = time.perf_counter() - start
                 print(f"  {name} step {step:5d}  loss {loss:.5f}  ({elapsed:.0f} s)", flush=True)
 
-        start = time.perf_counter()
         model, run = recipe.train(report, **overrides)
         words = recipe.task.sample_words(HELD_OUT_WORDS, torch.Generator().manual_seed(HELD_OUT_SEED))
         accuracy = exact_match_rate(recipe.task.predict(model, words), [recipe.task.answer(w) for w in words])
         folder = save_trained(model, recipe.task, arguments.out / name)
         digest = hashlib.sha256((folder / WEIGHTS_FILE).read_bytes()).hexdigest()[:16]
         parameters = sum(parameter.numel() for parameter in model.parameters())
-        print(f"{name}: {parameters:,} parameters, {run.steps} steps in {run.seconds:.1f} s, "
-              f"final loss {run.final_loss:.2e}, held-out exact-sequence accuracy {accuracy:.2%} "
-              f"on {HELD_OUT_WORDS} words; wrote {folder} (sha256 {digest}...)", flush=True)
+        print(
+            f"{name}: {parameters:,} parameters, {run.steps} steps in {run.seconds:.1f} s, "
+            f"final loss {run.final_loss:.2e}, held-out exact-sequence accuracy {accuracy:.2%} "
+            f"on {HELD_OUT_WORDS} words; wrote {folder} (sha256 {digest}...)",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

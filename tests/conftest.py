@@ -21,7 +21,7 @@ def served(embedded):
     """The embedded checkpoint on the device the app itself runs it on (CUDA or MPS where present, else the
     CPU, where this is `embedded`). Page tests that hold a page to the exact numbers the model computes take
     their expected values from this one: two devices round float32 differently (about 1e-6 apart)."""
-    from anatomy.ui.loaders import usable_device
+    from lessons.common.ui.loaders import usable_device
 
     device = usable_device()
     return embedded if device == "cpu" else anatomy.load_pretrained(device=device)

@@ -12,10 +12,8 @@ import os
 
 import pytest
 
-from app_driver import ROOT, VIEWPORT, AppPage
-from served_app import CHROMIUM, LoopbackRecorder, StreamlitServer, chromium_launch_options
-
-ARTIFACTS = ROOT / "test-artifacts"
+from harness.browser import ARTIFACTS, ROOT, VIEWPORT, AppPage
+from harness.server import CHROMIUM, LoopbackRecorder, StreamlitServer, chromium_launch_options
 
 
 def pytest_collection_modifyitems(config, items):

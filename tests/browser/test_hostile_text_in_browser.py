@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from app_driver import AppPage
-from lessons import LESSONS
+from harness.browser import AppPage
+from harness.views import LESSONS
 
 # After the page has painted, an <img> that had been rendered would already have asked for its picture; the
 # grace period covers a request still in flight when the page reached "painted".
@@ -43,7 +43,11 @@ def test_hostile_text_is_shown_literally_and_fetches_nothing(app: AppPage, loopb
     assert app.exceptions() == []
     assert loopback_recorder.hits == []
     assert app.page.evaluate(RENDERED_FROM_TEXT, loopback_recorder.url) == {
-        "images": 0, "links": 0, "scripts": 0, "bold": 0}
+        "images": 0,
+        "links": 0,
+        "scripts": 0,
+        "bold": 0,
+    }
     assert app.text_box().input_value() == text
     app.screenshot(f"{name}-hostile")
 

@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from app_driver import AppPage
-from lessons import VIEWS
+from harness.browser import AppPage
+from harness.views import VIEWS
 
 LONG = 512
-USABLE_SECONDS = 30      # a generous bound for a loaded CI machine; the benchmark's goal is 3 s
+USABLE_SECONDS = 30  # a generous bound for a loaded CI machine; the benchmark's goal is 3 s
 MAX_CELLS_PER_PAGE = 600_000  # every heatmap cell and curve point the page draws, added up
 
 

@@ -4,12 +4,12 @@ browser. Nothing is fetched from outside loopback (the `app` fixture checks that
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
-from app_driver import AppPage
-from lessons import DEFAULT_TOKENS, LESSONS, labels_of, mentions
+from harness.browser import AppPage
+from harness.views import DEFAULT_TOKENS, LESSONS, labels_of, mentions
 
 NEW_TEXT = "the cat sat on the mat"
 
@@ -42,8 +42,11 @@ def check_tokenization_default(app: AppPage) -> None:
     assert app.heatmap_cell_text(0) == "time·flies·like·an·arrow"
 
 
-DEFAULT_VIEW_CHECKS = {"multihead": check_multihead_default, "positional": check_positional_default,
-                       "tokenization": check_tokenization_default}
+DEFAULT_VIEW_CHECKS = {
+    "multihead": check_multihead_default,
+    "positional": check_positional_default,
+    "tokenization": check_tokenization_default,
+}
 
 
 @pytest.mark.parametrize("name", LESSONS)
@@ -89,9 +92,11 @@ def test_every_page_paints_its_charts_and_redraws_them_for_typed_text(app: AppPa
 
 def _selected(app: AppPage, kind: str, label: str) -> str:
     """The value shown by the widget of `kind` (a data-testid) whose label reads `label`."""
-    widget = app.page.locator(f'[data-testid="{kind}"]').filter(
-        has=app.page.locator('[data-testid="stWidgetLabel"]', has_text=label)
-    ).first
+    widget = (
+        app.page.locator(f'[data-testid="{kind}"]')
+        .filter(has=app.page.locator('[data-testid="stWidgetLabel"]', has_text=label))
+        .first
+    )
     field_ = widget.locator("input").first
     return str(field_.is_checked()) if field_.get_attribute("type") == "checkbox" else field_.input_value()
 
@@ -152,8 +157,10 @@ LINKS: dict[str, tuple[dict, Callable[[AppPage], None]]] = {
     "home": ({"text": SHARED}, check_home),
     "tokenization": ({"text": SHARED, "tok_special": "False"}, check_tokenization),
     "positional": ({"pos_d": 64, "pos_n": 40, "pos_tab": "The whole table"}, check_positional),
-    "attention": ({"text": SHARED, "att_source": "model", "att_layer": 2, "att_head": 3, "att_step": 4},
-                  check_attention),
+    "attention": (
+        {"text": SHARED, "att_source": "model", "att_layer": 2, "att_head": 3, "att_step": 4},
+        check_attention,
+    ),
     "multihead": ({"text": SHARED, "mh_layer": 3, "mh_head": 5, "mh_tab": "Head view"}, check_multihead),
     "causal": ({"text": SHARED, "cm_tab": "One head on your text", "cm_layer": 4, "cm_head": 7}, check_causal),
     "encoder": ({"text": SHARED, "enc_layer": 3, "enc_head": 5}, check_encoder),

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from app_driver import AppPage
-from lessons import labels_of
+from harness.browser import AppPage
+from harness.views import labels_of
 
 
 def letters_of(figures: list[dict]) -> set[str]:
@@ -20,14 +20,18 @@ def encoder_chart(figures: list[dict]) -> dict:
 
 def type_word(app: AppPage, label: str, word: str) -> list[dict]:
     """Type `word` into the page's own field named `label`, commit it, and wait for the figures to change."""
-    app.page.evaluate("() => { window.__before = JSON.stringify([...document.querySelectorAll('.js-plotly-plot')]"
-                      ".map(plot => plot.data.map(trace => trace.z || trace.y))); }")
+    app.page.evaluate(
+        "() => { window.__before = JSON.stringify([...document.querySelectorAll('.js-plotly-plot')]"
+        ".map(plot => plot.data.map(trace => trace.z || trace.y))); }"
+    )
     box = app.page.get_by_role("textbox", name=label, exact=True)
     box.fill(word)
     box.press("Enter")
     app.page.wait_for_function(
         "() => JSON.stringify([...document.querySelectorAll('.js-plotly-plot')]"
-        ".map(plot => plot.data.map(trace => trace.z || trace.y))) !== window.__before", polling=250)
+        ".map(plot => plot.data.map(trace => trace.z || trace.y))) !== window.__before",
+        polling=250,
+    )
     app.wait_until_painted(min_plots=1)
     return app.figures()
 

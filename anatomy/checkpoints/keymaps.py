@@ -1,0 +1,104 @@
+"""Declarative maps from checkpoint tensor names to this package's module names.
+
+Each map reads like a table: our parameter on the left, where it lives in the checkpoint on the right.
+`{}` stands for the layer number. A `Source` may ask for the checkpoint tensor to be transposed (GPT-2
+stores its projections as Conv1D, `x @ W` with W of shape (in, out), where nn.Linear keeps (out, in)) or
+cut into equal chunks (GPT-2 fuses W_Q, W_K and W_V into one `c_attn` matrix of width 3·D).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one of our parameters comes from in a checkpoint."""
+
+    key: str  # checkpoint name, `{}` = layer index
+    transpose: bool = False  # Conv1D (in, out) -> Linear (out, in)
+    chunk: int | None = None  # take chunk `chunk` of `chunks` equal pieces along dim 0 (after transposing)
+    chunks: int = 1
+
+
+def _linear(ours: str, theirs: str, transpose: bool = False, **chunking) -> dict[str, Source]:
+    """A weight and its bias; only the (2-D) weight is ever transposed."""
+    return {
+        f"{ours}.weight": Source(f"{theirs}.weight", transpose=transpose, **chunking),
+        f"{ours}.bias": Source(f"{theirs}.bias", **chunking),
+    }
+
+
+def _fused_qkv(ours: str, theirs: str) -> dict[str, Source]:
+    entries = {}
+    for index, name in enumerate(("query", "key", "value")):
+        entries.update(_linear(f"{ours}.{name}", theirs, transpose=True, chunk=index, chunks=3))
+    return entries
+
+
+# BERT's `BertModel` layout (all-MiniLM-L6-v2, bert-base-uncased, ...). Post-LN: `attention.output.LayerNorm`
+# normalises the attention residual, `output.LayerNorm` the feed-forward residual.
+BERT_EMBEDDINGS = {
+    "embeddings.token.weight": Source("embeddings.word_embeddings.weight"),
+    "embeddings.position.weight": Source("embeddings.position_embeddings.weight"),
+    "embeddings.token_type.weight": Source("embeddings.token_type_embeddings.weight"),
+    **_linear("embeddings.layer_norm", "embeddings.LayerNorm"),
+}
+BERT_LAYER = {
+    **_linear("layers.{}.attention.query", "encoder.layer.{}.attention.self.query"),
+    **_linear("layers.{}.attention.key", "encoder.layer.{}.attention.self.key"),
+    **_linear("layers.{}.attention.value", "encoder.layer.{}.attention.self.value"),
+    **_linear("layers.{}.attention.output", "encoder.layer.{}.attention.output.dense"),
+    **_linear("layers.{}.attention_norm", "encoder.layer.{}.attention.output.LayerNorm"),
+    **_linear("layers.{}.feed_forward.expand", "encoder.layer.{}.intermediate.dense"),
+    **_linear("layers.{}.feed_forward.contract", "encoder.layer.{}.output.dense"),
+    **_linear("layers.{}.feed_forward_norm", "encoder.layer.{}.output.LayerNorm"),
+}
+# BERT's pooler (dense + tanh on [CLS], trained for next-sentence prediction) belongs to the body.
+BERT_ENCODER = {**BERT_EMBEDDINGS, **BERT_LAYER, **_linear("pooler", "pooler.dense")}
+BERT_CLASSIFIER = {
+    **{f"encoder.{ours}": source for ours, source in BERT_ENCODER.items()},
+    **_linear("classifier", "classifier"),
+}
+# Checkpoint tensors we knowingly leave behind: buffers, and heads of other tasks (masked-LM, NSP).
+BERT_IGNORED = (r"embeddings\.position_ids", r"cls\..*")
+BERT_PREFIXES = ("bert.",)
+
+# GPT-2's layout (`GPT2Model` / `GPT2LMHeadModel`). Pre-LN: ln_1 before attention, ln_2 before the MLP.
+GPT2_DECODER = {
+    "embeddings.token.weight": Source("wte.weight"),
+    "embeddings.position.weight": Source("wpe.weight"),
+    **_linear("layers.{}.attention_norm", "h.{}.ln_1"),
+    **_fused_qkv("layers.{}.attention", "h.{}.attn.c_attn"),
+    **_linear("layers.{}.attention.output", "h.{}.attn.c_proj", transpose=True),
+    **_linear("layers.{}.feed_forward_norm", "h.{}.ln_2"),
+    **_linear("layers.{}.feed_forward.expand", "h.{}.mlp.c_fc", transpose=True),
+    **_linear("layers.{}.feed_forward.contract", "h.{}.mlp.c_proj", transpose=True),
+    **_linear("final_norm", "ln_f"),
+}
+# The LM head is tied to wte; older checkpoints also carry the causal-mask buffers attn.bias/masked_bias.
+GPT2_IGNORED = (r"lm_head\.weight", r"h\.\d+\.attn\.(bias|masked_bias)")
+GPT2_PREFIXES = ("transformer.",)
+
+
+def identity_map(parameter_names) -> dict[str, Source]:
+    """Each parameter under its own name: checkpoints written by this package (the encoder-decoder trained
+    here) need no translation, but still go through the same checks."""
+    return {name: Source(name) for name in parameter_names}
+
+
+def expand_layers(key_map: dict[str, Source], num_layers: int) -> dict[str, Source]:
+    """Replace `{}` by every layer index: one entry per concrete parameter name."""
+    expanded = {}
+    for ours, source in key_map.items():
+        indices = range(num_layers) if "{}" in ours else [None]
+        for index in indices:
+            name = ours if index is None else ours.format(index)
+            key = source.key if index is None else source.key.format(index)
+            expanded[name] = Source(key, source.transpose, source.chunk, source.chunks)
+    return expanded
+
+
+def is_ignored(key: str, ignored_patterns: tuple[str, ...]) -> bool:
+    return any(re.fullmatch(pattern, key) for pattern in ignored_patterns)

@@ -1,1 +1,0 @@
-"""Plotly figure builders: pure functions (arrays, labels, options) -> go.Figure. No streamlit here."""

@@ -1,0 +1,115 @@
+"""Driving the app headlessly with Streamlit's AppTest, and reading back what a page showed."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+TIMEOUT_SECONDS = 120
+
+# Inputs every text field must survive: shown literally, never rendered, never a crash.
+HOSTILE_TEXTS = {
+    "whitespace": "   \n\t ",
+    "emoji": "I 😍 transformers 🤖🚀",
+    "cjk": "注意力就是你所需要的一切",
+    "right_to_left": "الانتباه هو كل ما تحتاجه",
+    "html": "<b>bold</b> <img src=x onerror=alert(1)>",
+    "markdown": "# Title **bold** ![pic](http://127.0.0.1:9/pixel.png) [link](http://127.0.0.1:9/)",
+    "script": "<script>alert('x')</script>",
+    "latex": "$x^2$ and $$\\int$$",
+}
+
+
+def open_page(page: str, text: str | None = None, query: dict[str, str] | None = None) -> AppTest:
+    """Run the app on `page` (e.g. "pages/attention.py"), optionally with sidebar text and URL parameters.
+
+    To test other text, open the page again with it: after `switch_page`, AppTest does not expose the
+    sidebar's widgets when the pages live in a folder named pages/ (the entrypoint still runs).
+    """
+    app = AppTest.from_file(APP, default_timeout=TIMEOUT_SECONDS)
+    for key, value in (query or {}).items():
+        app.query_params[key] = value
+    if text is not None:
+        app.session_state["text"] = text
+    app.run()  # the entrypoint first: it builds the navigation and the shared sidebar
+    app.switch_page(page)
+    return app.run()
+
+
+def show_tab(app: AppTest, key: str, label: str) -> AppTest:
+    """Open the tab `label` of the tabs bound to the URL under `key`, as a click would: the state and the
+    link both change, then the page reruns (only the open tab runs)."""
+    app.query_params[key] = label
+    app.session_state[key] = label
+    return app.run()
+
+
+def open_expander(app: AppTest, key: str) -> AppTest:
+    """Open the expander drawn with `key` (one whose content is sent only while open), as a click would."""
+    app.session_state[key] = True
+    return app.run()
+
+
+def plotly_figures(app: AppTest) -> list[dict]:
+    """Every plotly chart on the page as its figure JSON (data and layout)."""
+    return [json.loads(element.proto.spec) for element in app.get("plotly_chart")]
+
+
+def chart_keys(app: AppTest) -> list[str]:
+    """The key each plotly chart on the page was drawn with, in page order."""
+    return [element.proto.id.split("-")[-1] for element in app.get("plotly_chart")]
+
+
+def chart(app: AppTest, key: str) -> dict:
+    """The figure JSON of the chart drawn with `key`."""
+    for element, spec in zip(app.get("plotly_chart"), plotly_figures(app)):
+        if element.proto.id.endswith(f"-{key}"):
+            return spec
+    raise AssertionError(f"no chart with key {key}; charts: {chart_keys(app)}")
+
+
+def numbers(values) -> np.ndarray:
+    """A trace's z, x or y as numbers: plotly sends numpy arrays as base64 typed arrays, lists as JSON."""
+    if isinstance(values, dict):
+        flat = np.frombuffer(base64.b64decode(values["bdata"]), dtype=np.dtype(values["dtype"]))
+        shape = values.get("shape")
+        return (flat.reshape([int(size) for size in str(shape).split(",")]) if shape else flat).astype(float)
+    return np.array(values, dtype=float)
+
+
+def table_with(app: AppTest, column: str):
+    """The first table that has `column` (AppTest gives tables no key to find them by)."""
+    for frame in app.dataframe:
+        if column in frame.value.columns:
+            return frame.value
+    raise AssertionError(f"no table with a column {column!r}")
+
+
+def assert_clean(app: AppTest) -> None:
+    """No exception box on the page."""
+    assert not app.exception, [item.value for item in app.exception]
+
+
+def all_markdown(app: AppTest) -> str:
+    """Everything the page passed to markdown-rendering elements (to prove user text never went there)."""
+    parts = [element.value for element in app.markdown]
+    for kind in ("caption", "title", "header", "subheader", "info", "warning", "error", "success"):
+        parts.extend(str(element.value) for element in getattr(app, kind))
+    return "\n".join(parts)
+
+
+def aligned_lines(app: AppTest) -> list[list[str]]:
+    """Each block of lines the page aligned in a fixed-width font (`widgets.show_aligned_lines`), as the lines
+    it reads: one code span a line, no-break spaces read as spaces. Other markdown is left out."""
+    blocks = []
+    for element in app.markdown:
+        spans = element.value.split("  \n")
+        if all(span.startswith("`") and span.endswith("`") for span in spans):
+            fences = [len(span) - len(span.lstrip("`")) for span in spans]
+            blocks.append([span[fence + 1 : -fence - 1].replace("\u00a0", " ") for span, fence in zip(spans, fences)])
+    return blocks

@@ -1,0 +1,172 @@
+"""Driving the running app in Chromium: open a page, wait until it has painted, read its figures back.
+
+A page has *painted* when Streamlit's script has finished (the app root says `notRunning`), no element is
+left stale from the previous run, the page title is drawn, no lazily loaded element is still a placeholder
+(`stSkeleton`: plotly's code arrives a moment after the script ends), and every plotly chart holds its SVG.
+The wait then asks that the number of charts stays the same for a short while.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from playwright.sync_api import Page
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"  # screenshots and server logs of the browser tests (ignored by git)
+SCREENSHOTS = ARTIFACTS / "screenshots"
+VIEWPORT = {"width": 1280, "height": 800}
+PAINT_TIMEOUT_MS = 120_000  # a cold model load plus a 512-token run on two shared cores, with room to spare
+SETTLE_SECONDS = 0.3  # charts must keep their count this long to count as all there
+
+PAINTED = """(minPlots) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.dataset.testScriptState !== 'notRunning') return false;
+  if (app.dataset.testConnectionState !== 'CONNECTED') return false;
+  if (document.querySelector('[data-stale="true"], [data-testid="stSkeleton"]')) return false;
+  if (!document.querySelector('h1')) return false;
+  const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
+  const plots = [...document.querySelectorAll('.js-plotly-plot')];
+  return plots.length >= minPlots && plots.length === charts.length
+    && plots.every(plot => plot.querySelector('.main-svg'));
+}"""
+
+# Each chart as plotly holds it after drawing (`_fullData`: typed arrays already decoded from the wire).
+FIGURES = """() => {
+  const digest = (values) => {
+    if (values == null) return null;
+    if (typeof values === 'string') return values;
+    const flat = [];
+    const walk = (item) => {
+      if (item == null) return;
+      if (typeof item === 'object' && item.length !== undefined && typeof item !== 'string') {
+        for (let i = 0; i < item.length; i++) walk(item[i]);
+      } else flat.push(item);
+    };
+    walk(values);
+    const numbers = flat.filter(value => typeof value === 'number' && Number.isFinite(value));
+    const rows = values.length !== undefined && values.length && values[0] != null && values[0].length !== undefined
+                 && typeof values[0] !== 'string' ? values.length : null;
+    return {
+      count: flat.length,
+      rows: rows,
+      columns: rows ? values[0].length : null,
+      sum: numbers.length ? Math.round(numbers.reduce((a, b) => a + b, 0) * 1e4) / 1e4 : null,
+      labels: numbers.length === flat.length ? null : flat.slice(0, 600).map(String),
+    };
+  };
+  return [...document.querySelectorAll('.js-plotly-plot')].map(plot => ({
+    title: ((plot.layout.title && plot.layout.title.text) || '').replace(/<[^>]+>/g, ''),
+    shapes: (plot.layout.shapes || []).map(shape => [shape.x0, shape.x1, shape.y0, shape.y1]),
+    annotations: (plot.layout.annotations || []).map(note => note.text),
+    traces: (plot._fullData || []).map(trace => ({
+      type: trace.type, name: trace.name || '',
+      x: digest(trace.x), y: digest(trace.y), z: digest(trace.z), text: digest(trace.text),
+    })),
+  }));
+}"""
+
+# The rows of each heatmap trace, to check what the numbers are (attention rows sum to 1).
+HEATMAP_ROWS = """(index) => {
+  const plot = document.querySelectorAll('.js-plotly-plot')[index];
+  return plot._fullData.filter(trace => trace.type === 'heatmap').map(trace => [...trace.z].map(row => [...row]));
+}"""
+
+
+@dataclass
+class AppPage:
+    """One browser tab on the app, with the requests it made."""
+
+    page: Page
+    base_url: str
+    requests: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.page.set_default_timeout(PAINT_TIMEOUT_MS)
+        self.page.on("request", lambda request: self.requests.append(request.url))
+        self.page.on("websocket", lambda socket: self.requests.append(socket.url))
+
+    # ---- going places ---------------------------------------------------------------------------------
+
+    def open(self, path: str = "", min_plots: int = 0, **query: str | int) -> AppPage:
+        """Go to `/path?query` and wait until it has painted with at least `min_plots` charts."""
+        address = f"{self.base_url}/{path}" + (f"?{urlencode(query)}" if query else "")
+        self.page.goto(address, wait_until="domcontentloaded")
+        return self.wait_until_painted(min_plots)
+
+    def wait_until_painted(self, min_plots: int = 0) -> AppPage:
+        deadline = time.monotonic() + PAINT_TIMEOUT_MS / 1000
+        while time.monotonic() < deadline:
+            self.page.wait_for_function(PAINTED, arg=min_plots, polling="raf", timeout=PAINT_TIMEOUT_MS)
+            count = self.plot_count()
+            time.sleep(SETTLE_SECONDS)
+            if self.page.evaluate(PAINTED, min_plots) and self.plot_count() == count:
+                return self
+        raise TimeoutError(f"{self.page.url} kept changing its charts for {PAINT_TIMEOUT_MS / 1000:.0f} s")
+
+    def text_box(self):
+        """The sidebar's "Text to study" (its help button carries the same name, hence the role)."""
+        return self.page.get_by_role("textbox", name="Text to study", exact=True)
+
+    def type_text(self, text: str) -> None:
+        """Replace the sidebar's text and commit it (Streamlit reads a text area on Ctrl+Enter)."""
+        box = self.text_box()
+        box.fill(text)
+        box.press("Control+Enter")
+
+    def type_text_and_wait_for_new_figures(self, text: str, min_plots: int = 1) -> list[dict]:
+        self.page.evaluate(f"() => {{ window.__figuresBefore = JSON.stringify(({FIGURES})()); }}")
+        self.type_text(text)
+        self.page.wait_for_function(
+            f"() => JSON.stringify(({FIGURES})()) !== window.__figuresBefore", polling=250, timeout=PAINT_TIMEOUT_MS
+        )
+        self.wait_until_painted(min_plots)
+        return self.figures()
+
+    # ---- reading the page -----------------------------------------------------------------------------
+
+    def plot_count(self) -> int:
+        return self.page.locator(".js-plotly-plot").count()
+
+    def figures(self) -> list[dict]:
+        return self.page.evaluate(FIGURES)
+
+    def heatmap_rows(self, plot_index: int) -> list[list[list[float]]]:
+        return self.page.evaluate(HEATMAP_ROWS, plot_index)
+
+    def heatmap_cell_text(self, plot_index: int = 0) -> str:
+        """The text drawn inside the heatmap cells of chart `plot_index`, in drawing order, joined."""
+        return self.page.evaluate(
+            "(index) => [...document.querySelectorAll('.js-plotly-plot')[index].querySelectorAll('.heatmaplayer text')]"
+            ".map(cell => cell.textContent).join('')",
+            plot_index,
+        )
+
+    def exceptions(self) -> list[str]:
+        return self.page.locator('[data-testid="stException"]').all_inner_texts()
+
+    def query(self) -> dict[str, str]:
+        return dict(parse_qsl(urlsplit(self.page.url).query))
+
+    def title(self) -> str:
+        return self.page.locator("h1").first.inner_text()
+
+    def requests_off_loopback(self) -> list[str]:
+        return [url for url in self.requests if not is_loopback(url)]
+
+    def screenshot(self, name: str) -> Path:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        path = SCREENSHOTS / f"{name}.png"
+        self.page.screenshot(path=str(path))
+        return path
+
+
+def is_loopback(url: str) -> bool:
+    """Requests the app may make: to itself on 127.0.0.1, or browser-internal ones (data:, blob:, about:)."""
+    parts = urlsplit(url)
+    if parts.scheme in ("data", "blob", "about"):
+        return True
+    return parts.hostname in ("127.0.0.1", "localhost", "::1")

@@ -1,0 +1,138 @@
+"""One attention head's steps, whatever the queries, keys and values came from.
+
+The attention lesson walks through Q, K, V → QKᵀ → ÷√d → softmax → ·V on three kinds of input: the small
+worked examples (see `lessons.attention.examples.single_head_steps`), a text's embeddings used directly as
+Q, K and V, and one head of a traced model. All three end up as the same `SingleHeadSteps`, so one page and one
+set of figures can show any of them. This module also takes a single score apart, feature by feature
+(the "neuron view"), and chooses the window of tokens a long text is shown through.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from torch import Tensor
+
+from anatomy.attention import scaled_dot_product_attention
+from anatomy.devices import float64_on_the_cpu
+from anatomy.trace import AttentionTrace
+from lessons.attention.examples import SingleHeadSteps
+
+# A score matrix of more tokens than this is shown through a window of this many tokens.
+FOCUS_WINDOW = 48
+
+
+def embedding_self_attention(tokens, embeddings: Tensor) -> SingleHeadSteps:
+    """Attention with no learned projections: Q = K = V = the embeddings (T, D) themselves.
+
+    This is the simplest attention there is: a token's score with another is just how much their
+    embeddings point the same way, so every token looks mostly at itself.
+    """
+    inputs = float64_on_the_cpu(embeddings)  # (T, D)
+    output, weights = scaled_dot_product_attention(inputs, inputs, inputs)
+    raw_scores = inputs @ inputs.T  # (T, T)
+    scaled_scores = raw_scores / math.sqrt(inputs.size(-1))
+    return SingleHeadSteps(
+        tuple(tokens), inputs, inputs, inputs, inputs, raw_scores, scaled_scores, scaled_scores, weights, output
+    )
+
+
+def traced_head_steps(tokens, attention: AttentionTrace, head: int, layer_input: Tensor) -> SingleHeadSteps:
+    """Head `head` of one traced attention sublayer (batch item 0), every step in float64 on the CPU.
+
+    The weights and outputs are the ones the model computed; the scores are recomputed from its recorded
+    queries and keys exactly as `AttentionTrace.raw_scores` does, one head only (in float64, so that the
+    neuron view's sum of products matches the score to the last printed digit).
+    """
+    query, key, value = (
+        float64_on_the_cpu(part[0, head]) for part in (attention.query, attention.key, attention.value)
+    )  # (T, d_head), (S, d_head), (S, d_head)
+    raw_scores = query @ key.T  # (T, S)
+    scaled_scores = raw_scores / attention.scale
+    masked_scores = scaled_scores
+    if attention.mask is not None:
+        allowed = attention.mask.expand(*attention.query.shape[:-1], attention.key.size(-2))[0, head].cpu()  # (T, S)
+        masked_scores = scaled_scores.masked_fill(~allowed, float("-inf"))
+    return SingleHeadSteps(
+        tuple(tokens),
+        float64_on_the_cpu(layer_input[0]),  # (T, D) what the head projected
+        query,
+        key,
+        value,
+        raw_scores,
+        scaled_scores,
+        masked_scores,
+        float64_on_the_cpu(attention.weights[0, head]),  # (T, S)
+        float64_on_the_cpu(attention.head_outputs[0, head]),  # (T, d_head)
+    )
+
+
+@dataclass(frozen=True)
+class ScoreAnatomy:
+    """One entry of QKᵀ taken apart: query i and key j multiplied feature by feature."""
+
+    query_index: int
+    key_index: int
+    query: Tensor  # (d,) row i of Q
+    key: Tensor  # (d,) row j of K
+    products: Tensor  # (d,) query * key, feature by feature
+    sum_of_products: float  # Σ products: the dot product q·k
+    raw_score: float  # QKᵀ[i, j] as the matrix holds it (equal to the sum, up to rounding)
+    scaled_score: float  # raw_score / √d
+    weight: float  # after the softmax over row i
+
+
+def score_anatomy(steps: SingleHeadSteps, query_index: int, key_index: int) -> ScoreAnatomy:
+    """Why QKᵀ[i, j] is what it is: the feature-by-feature products of query i with key j."""
+    query, key = steps.query[query_index], steps.key[key_index]
+    products = query * key
+    return ScoreAnatomy(
+        query_index,
+        key_index,
+        query,
+        key,
+        products,
+        sum_of_products=float(products.sum()),
+        raw_score=float(steps.raw_scores[query_index, key_index]),
+        scaled_score=float(steps.scaled_scores[query_index, key_index]),
+        weight=float(steps.weights[query_index, key_index]),
+    )
+
+
+def output_contributions(steps: SingleHeadSteps, query_index: int) -> Tensor:
+    """(S, d) what each token adds to query i's output: weight_ij · v_j. The rows sum to output row i."""
+    return steps.weights[query_index, :, None] * steps.value
+
+
+def focus_window(length: int, start: int, size: int = FOCUS_WINDOW) -> range:
+    """The positions shown of a `length`-token text: `size` consecutive tokens from `start`, kept inside
+    the text (a start too far right slides back so that the window stays full)."""
+    size = min(size, length)
+    start = min(max(start, 0), length - size)
+    return range(start, start + size)
+
+
+@dataclass(frozen=True)
+class HeadLesson:
+    """The steps of one head, ready to show: the numbers and how to name their rows and columns."""
+
+    steps: SingleHeadSteps
+    labels: tuple[str, ...]  # one unique name per token
+    features: tuple[str, ...]  # names of the columns of Q, K and V
+    projection: str  # LaTeX: how Q, K and V were made
+    shared_qkv: bool  # Q = K = V (no projections): show the matrix once
+    file_stem: str  # for CSV file names
+
+    @property
+    def head_width(self) -> int:
+        return self.steps.query.size(-1)
+
+
+def numbered_labels(tokens) -> tuple[str, ...]:
+    """'0: [CLS]', '1: time', ...: a unique name for every token, counted from 0 as everywhere in the app."""
+    return tuple(f"{index}: {token}" for index, token in enumerate(tokens))
+
+
+def feature_labels(width: int) -> tuple[str, ...]:
+    return tuple(str(index + 1) for index in range(width))

@@ -1,0 +1,542 @@
+"""Choices that live in the address bar: the one way a widget is bound to the link.
+
+A teacher copies the address bar and a student who opens it sees the same view: the same text, layer, head,
+step and tab. Every widget that defines a view is drawn by one of the functions below, and each of them goes
+through the same three steps:
+
+1. `bind` decides the value. A link that says something new wins (a pasted link, a tour's next stop); otherwise
+   the value this session already chose stands, as long as it still fits the widget (a new text can leave a
+   token position that no longer exists); otherwise the default. A link value that does not fit is not
+   dropped in silence: the page says what it could not use.
+2. The widget is drawn under that key. When what it offers changes (another text gives a token picker other
+   labels), its value is set afresh from Python, which makes the browser redraw it: Streamlit keeps a keyed
+   widget's identity whatever its options, so a browser left alone would go on showing, and sending back,
+   the old label.
+3. `publish` writes the value back into the link.
+
+Each lesson defines its link keys once, in its `links.py`; tests import them from there.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+
+from lessons.common.safe_text import escape_markdown
+
+T = TypeVar("T")  # what a choice is; a widget's `parse` reads it from the link (None: the link's text is it)
+Number = TypeVar("Number", int, float)  # what a number field holds
+
+MAX_PLAIN_TEXT = 2000  # characters of text carried as they are; longer text is compressed
+MAX_LINK_TEXT_CHARACTERS = 12_000  # characters a compressed text may take in the link (a browser takes far more)
+COMPRESSED_PREFIX = "z:"  # marks a value written by `encode_text`
+_PUBLISHED = "_linked_published"  # session state: what this session last wrote into the link, per key
+_NOTICES = "_linked_notices"  # session state: link values already reported as unusable
+_OFFERS = "_linked_offers"  # session state: a digest of what each widget offered when last drawn
+
+
+def parse_bool(raw: str) -> bool:
+    """'1', 'true', 'yes', 'on' or their opposites, in any case."""
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(raw)
+
+
+def parse_int_list(raw: str) -> list[int]:
+    """'0,3,5' -> [0, 3, 5]."""
+    return [int(part) for part in raw.split(",") if part.strip()]
+
+
+def show_list(values: Sequence[Any]) -> str:
+    return ",".join(map(str, values))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Text that may be long: compressed to travel in a link
+
+
+def encode_text(text: str) -> str | None:
+    """The text as a link value: itself when short, else compressed (zlib, URL-safe base64) after a prefix;
+    None when even compressed it would not fit in a link."""
+    if len(text) <= MAX_PLAIN_TEXT and not text.startswith(COMPRESSED_PREFIX):
+        return text
+    packed = base64.urlsafe_b64encode(zlib.compress(text.encode("utf-8"), level=9)).decode("ascii")
+    encoded = COMPRESSED_PREFIX + packed.rstrip("=")
+    return encoded if len(encoded) <= MAX_LINK_TEXT_CHARACTERS else None
+
+
+def decode_text(raw: str) -> str:
+    """The inverse of `encode_text`; raises ValueError for a value that is not one of its outputs."""
+    if not raw.startswith(COMPRESSED_PREFIX):
+        return raw
+    packed = raw[len(COMPRESSED_PREFIX) :]
+    try:
+        data = base64.urlsafe_b64decode(packed + "=" * (-len(packed) % 4))
+        decompressor = zlib.decompressobj()
+        text = decompressor.decompress(data, 4 * MAX_LINK_TEXT_CHARACTERS * 64)  # no zip bombs
+        if decompressor.unconsumed_tail or not decompressor.eof:
+            raise ValueError("incomplete or oversized compressed text")
+        return text.decode("utf-8")
+    except (ValueError, zlib.error, UnicodeDecodeError) as error:
+        raise ValueError(f"not a text written by this app: {error}") from None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The three steps
+
+
+def bind(
+    key: str,
+    default: T,
+    *,
+    parse: Callable[[str], T] | None = None,
+    fits: Callable[[Any], bool] = lambda _: True,
+    requirement: str | None = None,
+    link_fits: Callable[[Any], bool] | None = None,
+) -> T:
+    """The value of the choice `key` for this run (see the module's docstring), stored in session state.
+
+    `parse` reads the link's text (None: the text is the value, for choices that are strings), `fits` says
+    whether a value can be shown now, and `requirement` says in a few words what a usable value is, for the note
+    shown when a link carries one that is not. A link value must also pass `link_fits` when given (a field may
+    keep a value typed by hand that no link should carry)."""
+    raw = st.query_params.get(key)
+    session = st.session_state
+    published = session.setdefault(_PUBLISHED, {})
+    from_outside = raw is not None and raw != published.get(key)
+    # Streamlit forgets a widget's value after a run that does not draw it (a closed tab, another source); the
+    # link still holds the value this session wrote there last, so it is read back too.
+    if raw is not None and (from_outside or key not in session):
+        value = _from_link(
+            key, raw, parse, fits if link_fits is None else link_fits, requirement, default, report=from_outside
+        )
+        published[key] = raw  # read (or reported) once
+        if value is not _UNUSABLE:
+            set_value(key, value)
+            return value
+    if key in session and _fits(fits, session[key]):
+        return session[key]
+    set_value(key, default)
+    return default
+
+
+def publish(key: str, value: Any, text: str | None = None) -> None:
+    """Write `value` into the link (as `text` when given), only if it changed: each change costs a message."""
+    text = str(value) if text is None else text
+    st.session_state.setdefault(_PUBLISHED, {})[key] = text
+    if st.query_params.get(key) != text:
+        st.query_params[key] = text
+
+
+def unpublish(key: str) -> None:
+    """Take `key` out of the link (a value that cannot be carried)."""
+    st.session_state.setdefault(_PUBLISHED, {}).pop(key, None)
+    st.query_params.pop(key, None)
+
+
+def set_value(key: str, value: Any) -> None:
+    """Change a choice from code (a Next button, a reset, a link): the widget shows it on the next draw."""
+    st.session_state[key] = value
+
+
+_UNUSABLE = object()
+
+
+def _fits(fits: Callable[[Any], bool], value: Any) -> bool:
+    try:
+        return bool(fits(value))
+    except (TypeError, ValueError):  # a value of another type, say text where a number belongs
+        return False
+
+
+def _from_link(
+    key: str,
+    raw: str,
+    parse: Callable[[str], Any] | None,
+    fits: Callable[[Any], bool],
+    requirement: str | None,
+    default: Any,
+    report: bool = True,
+) -> Any:
+    """The link's value for `key`, or _UNUSABLE after saying (once per value, when `report`) why it cannot be
+    used. A value this session wrote itself and that no longer fits (the text got shorter) goes unreported."""
+    try:
+        value = raw if parse is None else parse(raw)
+    except (TypeError, ValueError):
+        value = _UNUSABLE
+    if value is not _UNUSABLE and _fits(fits, value):
+        return value
+    notices = st.session_state.setdefault(_NOTICES, set())
+    if report and (key, raw) not in notices:
+        notices.add((key, raw))
+        shown = raw if len(raw) <= 40 else raw[:40] + "…"
+        why = f" ({requirement})" if requirement else ""
+        st.warning(
+            escape_markdown(
+                f"The link's “{key}” value “{shown}” cannot be used here{why}, so this view starts "
+                f"from the default, {_readable(default)}."
+            ),
+            icon=":material/link_off:",
+        )
+    return _UNUSABLE
+
+
+def _readable(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list | tuple):
+        return ", ".join(map(str, value)) or "none"
+    return str(value)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Widgets bound to the link
+
+
+def _draw(key: str, value: T, offer: tuple, draw: Callable[[], Any]) -> T:
+    """Draw the widget for the choice `key` holding `value`, and return what it holds after the user's action.
+
+    `offer` is what the widget shows (its options and their labels, its range): when it changed since the last
+    draw, the value is set again from Python so that the browser redraws the widget (see the docstring)."""
+    digest = hashlib.sha1(repr(offer).encode("utf-8"), usedforsecurity=False).hexdigest()
+    offers = st.session_state.setdefault(_OFFERS, {})
+    if offers.get(key) != digest or key not in st.session_state or st.session_state[key] != value:
+        st.session_state[key] = value
+        offers[key] = digest
+    return draw()
+
+
+def _where(container: DeltaGenerator | None) -> Any:
+    return st if container is None else container
+
+
+def selectbox(
+    label: str,
+    key: str,
+    options: Sequence[T],
+    default: T,
+    *,
+    format_func: Callable[[T], str] = str,
+    parse: Callable[[str], T] | None = None,
+    container: DeltaGenerator | None = None,
+    **widget: Any,
+) -> T:
+    """A drop-down over `options`, its choice in the link under `key`."""
+    options = list(options)
+
+    def fits(value: Any) -> bool:
+        return value in options
+
+    value = bind(
+        key,
+        default if default in options else options[0],
+        parse=parse,
+        fits=fits,
+        requirement="not one of the choices here",
+    )
+    labels = tuple(format_func(option) for option in options)
+    chosen = _draw(
+        key,
+        value,
+        (tuple(options), labels),
+        lambda: _where(container).selectbox(label, options, format_func=format_func, key=key, **widget),
+    )
+    publish(key, chosen)
+    return chosen
+
+
+def segmented(
+    label: str,
+    key: str,
+    options: Mapping[T, str],
+    default: T,
+    *,
+    parse: Callable[[str], T] | None = None,
+    container: DeltaGenerator | None = None,
+    **widget: Any,
+) -> T:
+    """A row of buttons, one choice always made, over `options` (value -> label), in the link under `key`."""
+    values = list(options)
+
+    def fits(value: Any) -> bool:
+        return value in values
+
+    value = bind(key, default, parse=parse, fits=fits, requirement="not one of the choices here")
+    chosen = _draw(
+        key,
+        value,
+        (tuple(options.items()),),
+        lambda: _where(container).segmented_control(
+            label, values, format_func=options.__getitem__, key=key, required=True, **widget
+        ),
+    )
+    publish(key, chosen)
+    return chosen
+
+
+def radio(
+    label: str,
+    key: str,
+    options: Mapping[T, str],
+    default: T,
+    *,
+    parse: Callable[[str], T] | None = None,
+    container: DeltaGenerator | None = None,
+    **widget: Any,
+) -> T:
+    """Round buttons over `options` (value -> label), in the link under `key`."""
+    values = list(options)
+
+    def fits(value: Any) -> bool:
+        return value in values
+
+    value = bind(key, default, parse=parse, fits=fits, requirement="not one of the choices here")
+    chosen = _draw(
+        key,
+        value,
+        (tuple(options.items()),),
+        lambda: _where(container).radio(label, values, format_func=options.__getitem__, key=key, **widget),
+    )
+    publish(key, chosen)
+    return chosen
+
+
+def select_slider(
+    label: str,
+    key: str,
+    options: Sequence[T],
+    default: T,
+    *,
+    format_func: Callable[[T], str] = str,
+    parse: Callable[[str], T] | None = None,
+    container: DeltaGenerator | None = None,
+    **widget: Any,
+) -> T:
+    """A slider over a list of `options`, in the link under `key`."""
+    options = list(options)
+
+    def fits(value: Any) -> bool:
+        return value in options
+
+    value = bind(key, default, parse=parse, fits=fits, requirement="not one of the choices here")
+    labels = tuple(format_func(option) for option in options)
+    chosen = _draw(
+        key,
+        value,
+        (tuple(options), labels),
+        lambda: _where(container).select_slider(label, options, format_func=format_func, key=key, **widget),
+    )
+    publish(key, chosen)
+    return chosen
+
+
+def slider(
+    label: str,
+    key: str,
+    low: int,
+    high: int,
+    default: int,
+    *,
+    step: int = 1,
+    container: DeltaGenerator | None = None,
+    **widget: Any,
+) -> int:
+    """A whole-number slider over `low..high`, in the link under `key`. No slider is drawn when there is only
+    one value to choose; that value is the choice. A value left outside the range (the text got shorter, the
+    model has fewer layers) moves to the nearest end."""
+
+    def fits(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+    previous = st.session_state.get(key)
+    if isinstance(previous, int) and not isinstance(previous, bool):
+        default = previous
+    value = bind(
+        key, min(max(default, low), high), parse=int, fits=fits, requirement=f"a whole number from {low} to {high}"
+    )
+    if high <= low:
+        publish(key, low)
+        return low
+    chosen = _draw(
+        key, value, (low, high, step), lambda: _where(container).slider(label, low, high, step=step, key=key, **widget)
+    )
+    publish(key, chosen)
+    return chosen
+
+
+def float_slider(
+    label: str,
+    key: str,
+    low: float,
+    high: float,
+    default: float,
+    *,
+    step: float,
+    container: DeltaGenerator | None = None,
+    **widget: Any,
+) -> float:
+    """A slider over the numbers `low..high` in steps of `step`, in the link under `key`."""
+
+    def fits(value: Any) -> bool:
+        return isinstance(value, float) and low <= value <= high
+
+    value = bind(key, float(default), parse=float, fits=fits, requirement=f"a number from {low:g} to {high:g}")
+    chosen = _draw(
+        key, value, (low, high, step), lambda: _where(container).slider(label, low, high, step=step, key=key, **widget)
+    )
+    publish(key, chosen)
+    return chosen
+
+
+def number_input(
+    label: str,
+    key: str,
+    low: int | float | None,
+    high: int | float | None,
+    default: Number,
+    *,
+    parse: Callable[[str], Number] = int,
+    step: int | float = 1,
+    usable: Callable[[Any], bool] | None = None,
+    requirement: str | None = None,
+    text: Callable[[Number], str] = str,
+    container: DeltaGenerator | None = None,
+    **widget: Any,
+) -> Number:
+    """A number field, in the link under `key` (written with `text`).
+
+    A number typed by hand stays in the field even when it is not `usable` (the page says why), but only a
+    usable number is written into the link, and a link must carry a usable one."""
+    kind = type(default)
+
+    def in_range(value: Any) -> bool:
+        return (
+            isinstance(value, kind)
+            and not isinstance(value, bool)
+            and (low is None or value >= low)
+            and (high is None or value <= high)
+        )
+
+    def in_range_and_usable(value: Any) -> bool:
+        return in_range(value) and (usable is None or usable(value))
+
+    value = bind(key, default, parse=parse, fits=in_range, link_fits=in_range_and_usable, requirement=requirement)
+    chosen = _draw(
+        key,
+        value,
+        (low, high, step),
+        lambda: _where(container).number_input(label, min_value=low, max_value=high, step=step, key=key, **widget),
+    )
+    if in_range_and_usable(chosen):
+        publish(key, chosen, text(chosen))
+    return chosen
+
+
+def toggle(
+    label: str, key: str, default: bool = False, *, container: DeltaGenerator | None = None, **widget: Any
+) -> bool:
+    """An on/off switch, in the link under `key` as True or False (1/0, yes/no and on/off are read too)."""
+
+    def fits(value: Any) -> bool:
+        return isinstance(value, bool)
+
+    value = bind(key, default, parse=parse_bool, fits=fits, requirement="True or False")
+    chosen = _draw(key, value, (), lambda: _where(container).toggle(label, key=key, **widget))
+    publish(key, chosen)
+    return chosen
+
+
+def multiselect(
+    label: str,
+    key: str,
+    options: Sequence[T],
+    default: Sequence[T],
+    *,
+    format_func: Callable[[T], str] = str,
+    parse: Callable[[str], T],
+    max_selections: int | None = None,
+    container: DeltaGenerator | None = None,
+    **widget: Any,
+) -> list[T]:
+    """Several choices among `options`, in the link as a comma-separated list under `key`."""
+    options = list(options)
+
+    def fits(values: Any) -> bool:
+        return (
+            isinstance(values, list)
+            and len(set(values)) == len(values)
+            and all(v in options for v in values)
+            and (max_selections is None or len(values) <= max_selections)
+        )
+
+    def parse_list(raw: str) -> list[T]:
+        return [parse(part) for part in raw.split(",") if part.strip()]
+
+    kept = [value for value in default if value in options][: max_selections or None]
+    value = bind(key, kept, parse=parse_list, fits=fits, requirement="choices that are not all offered here")
+    labels = tuple(format_func(option) for option in options)
+    chosen = _draw(
+        key,
+        value,
+        (tuple(options), labels, max_selections),
+        lambda: _where(container).multiselect(
+            label, options, format_func=format_func, max_selections=max_selections, key=key, **widget
+        ),
+    )
+    publish(key, chosen, show_list(chosen))
+    return list(chosen)
+
+
+def text_input(
+    label: str,
+    key: str,
+    default: str,
+    *,
+    max_chars: int,
+    usable: Callable[[str], bool] | None = None,
+    requirement: str | None = None,
+    container: DeltaGenerator | None = None,
+    **widget: Any,
+) -> str:
+    """A one-line text field, in the link under `key` (compressed when long). Text typed by hand stays in the
+    field even when it is not `usable` (the page says why), but a link must carry usable text."""
+
+    def fits(value: Any) -> bool:
+        return isinstance(value, str) and len(value) <= max_chars
+
+    def fits_and_usable(value: Any) -> bool:
+        return fits(value) and (usable is None or usable(value))
+
+    value = bind(
+        key,
+        default,
+        parse=decode_text,
+        fits=fits,
+        link_fits=fits_and_usable,
+        requirement=requirement or f"text of at most {max_chars} characters",
+    )
+    chosen = _draw(
+        key, value, (max_chars,), lambda: _where(container).text_input(label, max_chars=max_chars, key=key, **widget)
+    )
+    publish_text(key, chosen)
+    return chosen
+
+
+def publish_text(key: str, text: str) -> bool:
+    """Write a text into the link, compressed when long; False (and the key left out) when it cannot fit."""
+    encoded = encode_text(text)
+    if encoded is None:
+        unpublish(key)
+        return False
+    publish(key, text, encoded)
+    return True

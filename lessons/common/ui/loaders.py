@@ -1,0 +1,190 @@
+"""The model is loaded once per server process and shared by every browser session; results of a
+forward pass are cached per (model, text). Nothing returned from here may be mutated by a page.
+
+This is also where one visitor's trouble stays that visitor's: a device that is not there falls back to the
+CPU, a model that will not load falls back to the embedded one, and a forward pass that runs out of memory
+ends that visitor's page with a message while the server goes on serving everyone else.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+import threading
+from collections.abc import Callable
+from typing import NoReturn, TypeVar
+
+import streamlit as st
+import torch
+
+from anatomy.checkpoints.pretrained import DEFAULT_MODEL_NAME, ModelLoadError, PretrainedModel, load_pretrained
+from anatomy.devices import DeviceUnavailableError, choose_device
+from anatomy.training.recipes import RECIPES
+from lessons.common import hosting, memory
+from lessons.common.runs import EncoderRun, run_encoder
+from lessons.common.safe_text import escape_markdown
+
+T = TypeVar("T")
+RunKey = tuple[str, str, str | None, int | None]  # reference, text, second sentence, token cap
+
+# Traced runs kept in memory: at most this many, holding at most this many bytes together (a 512-token
+# MiniLM trace holds 71 MB, a 10-token one 1.4 MB), the run just used always kept. The server holds about
+# 490 MB once the model is loaded (torch alone is 220 MB), so this leaves room for one 512-token run plus
+# shorter ones, the pages' own caches and a forward pass in progress within a free tier's 700 MB.
+MAX_CACHED_RUNS = 8
+MAX_CACHED_RUN_BYTES = 128 * 2**20
+
+# New traced runs computed at once, across every session. Streamlit runs each session's script in a thread of
+# its own, so forty students typing at once would start forty forward passes, each holding its activations
+# (up to a few hundred MB at 512 tokens) until it ends. More passes than cores finish no sooner, since they
+# share the cores; they only hold more memory. So the rest wait here, and the server's peak memory depends
+# on the number of cores, not of visitors. Four at most on a bigger machine: each pass already spreads over
+# torch's own threads.
+MAX_CONCURRENT_FORWARDS = max(1, min(4, os.cpu_count() or 1))
+FORWARD_GATE = threading.BoundedSemaphore(MAX_CONCURRENT_FORWARDS)
+
+
+def get_model(reference: str = "") -> PretrainedModel:
+    """The model for a reference ("" or the default name: the embedded one). Raises ModelLoadError."""
+    return _load_model(reference.strip() or DEFAULT_MODEL_NAME, usable_device())
+
+
+@st.cache_resource(show_spinner="Loading the model (once per server)…")
+def _load_model(reference: str, device: str) -> PretrainedModel:
+    # One cache entry per distinct model and device: callers normalise both first. Errors are not cached.
+    return load_pretrained(reference, device=device)
+
+
+def usable_device() -> str:
+    """The device $ANATOMY_DEVICE asks for, or the CPU when this machine lacks it (see `device_problem`)."""
+    try:
+        return str(choose_device())
+    except DeviceUnavailableError:
+        return "cpu"
+
+
+def device_problem() -> str | None:
+    """Why the requested device is not used (the models then run on the CPU), or None."""
+    try:
+        choose_device()
+    except DeviceUnavailableError as error:
+        return str(error)
+    return None
+
+
+def try_get_model(reference: str) -> tuple[PretrainedModel, str | None]:
+    """The requested model, or the embedded default plus the reason the requested one failed.
+
+    Any failure of a requested model counts (a folder can be broken in ways no loader foresees); a failure
+    of the embedded model itself is raised, since there is nothing left to fall back on.
+    """
+    try:
+        return get_model(reference), None
+    except ModelLoadError as error:
+        problem = str(error)
+    except Exception as error:
+        problem = f"{reference!r} could not be loaded ({type(error).__name__}: {error})."
+    if hosting.normalise_reference(reference) == hosting.EMBEDDED:
+        raise ModelLoadError(problem)
+    return get_model(DEFAULT_MODEL_NAME), problem
+
+
+def get_encoder_run(reference: str, text: str, pair: str | None = None) -> EncoderRun:
+    """A traced forward pass of the model named `reference` over `text` (and an optional second sentence).
+
+    In hosted mode text over the length cap is refused here too, so that no page's own text field can send
+    the model more than the sidebar may. A refusal or an out-of-memory error shows a message and stops
+    this run of the page (st.stop); the next run, and every other session, goes on as usual.
+    """
+    settings = hosting.current()
+    for piece, what in ((text, "The text"), (pair, "The second sentence")):
+        problem = settings.text_problem(piece, what)
+        if problem:
+            _stop_with(problem, ":material/content_cut:")
+    key = (reference, text, pair, settings.max_input_tokens)
+    run = unless_out_of_memory(lambda: _traced_run(*key), len(text) + len(pair or ""))
+    _keep_within_budget(key, run)
+    return run
+
+
+def unless_out_of_memory(compute: Callable[[], T], characters: int) -> T:
+    """`compute()`; if it runs out of memory, a message for this visitor ends this run of the page (st.stop),
+    and the next run, like every other session, starts afresh."""
+    try:
+        return compute()
+    except Exception as error:
+        if not is_out_of_memory(error):
+            raise
+        release_memory()
+        _stop_with(
+            f"The model ran out of memory on this input ({characters:,} characters). Try a shorter text; "
+            "nothing else is affected, and the next run starts afresh.",
+            ":material/memory:",
+        )
+
+
+def _forget_run(run: EncoderRun) -> None:
+    _RUN_BUDGET.release(run)
+
+
+@st.cache_resource(max_entries=MAX_CACHED_RUNS, show_spinner="Running the model…", on_release=_forget_run)
+def _traced_run(reference: str, text: str, pair: str | None, token_cap: int | None) -> EncoderRun:
+    # Only a cache miss gets here: a cached run is handed out without waiting at the gate.
+    pretrained = get_model(reference)
+    max_tokens = min(token_cap, pretrained.config.max_positions) if token_cap else None
+    with FORWARD_GATE:
+        return run_encoder(pretrained.model, pretrained.tokenizer, text, pair, max_tokens=max_tokens)
+
+
+_RUN_BUDGET: memory.ByteBudget[RunKey] = memory.ByteBudget(MAX_CACHED_RUN_BYTES, max_entries=MAX_CACHED_RUNS)
+
+
+def _keep_within_budget(key: RunKey, run: EncoderRun) -> None:
+    """Drop the least recently used traced runs while they hold more than MAX_CACHED_RUN_BYTES together.
+
+    A session still showing a dropped run keeps it until its page has run; the next use computes it again.
+    After a new run, the memory its forward pass used in passing is handed back to the system.
+    """
+    is_new = key not in _RUN_BUDGET
+    for stale in _RUN_BUDGET.use(key, run):
+        _traced_run.clear(*stale)
+    if is_new:
+        memory.trim()
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """An allocation failure of torch (CUDA, MPS or CPU) or of Python itself."""
+    if isinstance(error, (torch.OutOfMemoryError, MemoryError)):
+        return True
+    message = str(error).lower()
+    return isinstance(error, RuntimeError) and ("out of memory" in message or "can't allocate memory" in message)
+
+
+def release_memory() -> None:
+    """Give back what a failed forward pass left behind, so the next one starts with room."""
+    gc.collect()
+    memory.trim()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _stop_with(message: str, icon: str) -> NoReturn:
+    st.error(escape_markdown(message), icon=icon)
+    st.stop()
+
+
+def shared_model_fingerprint(trained: str | None = None) -> str:
+    """The fingerprint of a model every session shares: the embedded one, or the model trained here named
+    `trained` ("sorter", "sorter-cheater", "reverser"). Equal before and after a load test, it proves that no
+    session (ablation, live training) changed the weights everyone reads."""
+    return weights_fingerprint(get_model(str(RECIPES[trained].folder) if trained else "").model)
+
+
+def weights_fingerprint(model: torch.nn.Module) -> str:
+    """SHA-256 over every parameter and buffer, names included, bit for bit."""
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()

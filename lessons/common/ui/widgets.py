@@ -1,0 +1,141 @@
+"""Small UI pieces every page uses: literal text, the code behind a page, CSV downloads, notices, tabs and
+expanders that run only while open, and figures built once. (Choices bound to the link: `linked`.)"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+
+def show_literal(text: str, label: str | None = None) -> None:
+    """User text exactly as typed: never interpreted as markdown or HTML."""
+    if label:
+        st.caption(label)
+    st.code(text if text else " ", language=None, wrap_lines=True)
+
+
+NO_BREAK_SPACE = "\u00a0"
+
+
+def aligned_lines_markdown(lines: Iterable[str]) -> str:
+    """Markdown for lines in a fixed-width font, every space kept, so that columns line up, and shown
+    literally: each line is one code span (its fence longer than any run of backticks inside it, so nothing
+    ends it early), spaces become no-break spaces (markdown would fold them), and lines break hard."""
+    spans = []
+    for line in lines:
+        backtick_runs = "".join(char if char == "`" else " " for char in line).split()
+        fence = "`" * (max(map(len, backtick_runs), default=0) + 1)
+        spans.append(f"{fence} {line.replace(' ', NO_BREAK_SPACE) or NO_BREAK_SPACE} {fence}")
+    return "  \n".join(spans)
+
+
+def show_aligned_lines(lines: Iterable[str]) -> None:
+    """Lines whose columns must line up (a prompt above what the model wrote after it). Lighter than
+    st.code, whose syntax highlighter costs the browser 1.5 MB of JavaScript even for plain text."""
+    st.markdown(aligned_lines_markdown(lines))
+
+
+def expander_if_open(label: str, key: str, expanded: bool = False, icon: str | None = None):
+    """An expander whose content is sent only while it is open: the expander to fill, or None while it is
+    closed. Opening or closing it reruns the page (from the caches). Content in a closed plain expander is
+    still sent, and the browser loads the code to draw it (1.2 MB for a table) before the page counts as
+    painted."""
+    expander = st.expander(label, expanded=expanded, key=key, icon=icon, on_change="rerun")
+    return expander if expander.open else None
+
+
+def show_open_tab(
+    sections: dict[str, Callable[..., None]], key: str, *arguments, renamed: dict[str, str] | None = None
+) -> None:
+    """Tabs named after `sections`, bound to the URL under `key` (a link names the open one), where only the
+    open tab runs: `sections[its name](*arguments)`. A chart in a hidden tab would still be sent and drawn
+    before the page counts as painted, and a rerun on a long text would compute every tab. `renamed` maps the
+    old name of a renamed tab to its new one, so that links made before the rename open the same tab."""
+    old_name = st.query_params.get(key)
+    if renamed and old_name in renamed:
+        st.session_state[key] = renamed[old_name]  # a tab bound to the link is set through session state
+    for tab, show in zip(st.tabs(list(sections), key=key, bind="query-params"), sections.values(), strict=True):
+        if tab.open:
+            with tab:
+                show(*arguments)
+
+
+SOURCE_TITLE = "The code this page runs"
+
+
+def _qualified_names(objects) -> list[str]:
+    return [f"{obj.__module__}.{obj.__qualname__}" for obj in objects]
+
+
+def source_key(*objects, title: str = SOURCE_TITLE) -> str:
+    """The state key of the expander that `show_source(*objects, title=title)` draws (True while open)."""
+    return f"source:{title}:{','.join(_qualified_names(objects))}"
+
+
+def show_source(*objects, title: str = SOURCE_TITLE) -> None:
+    """The real source of the given anatomy functions and classes, read from the package itself.
+
+    The code is sent only once the expander is opened (it reruns the page, from the caches): a closed
+    expander would otherwise still make the browser load and run the syntax highlighter, a 1.5 MB script,
+    before the page counts as painted.
+    """
+    expander = expander_if_open(title, source_key(*objects, title=title), icon=":material/code:")
+    if expander is None:
+        return
+    with expander:
+        for name, obj in zip(_qualified_names(objects), objects):
+            st.caption(f"`{name}`")
+            st.code(inspect.getsource(obj), language="python")
+
+
+def download_csv(frame, file_name: str, label: str = "Download the numbers (CSV)", key: str | None = None) -> None:
+    """A CSV download of a table, or of a function returning one (built only when the button is clicked)."""
+
+    def payload() -> bytes:
+        table = frame() if callable(frame) else frame
+        return table.to_csv(index=True).encode("utf-8")
+
+    st.download_button(
+        label,
+        payload if callable(frame) else payload(),
+        file_name=file_name,
+        mime="text/csv",
+        icon=":material/download:",
+        key=key or f"download-{file_name}",
+    )
+
+
+def matrix_frame(matrix, row_labels: Iterable[str], column_labels: Iterable[str]) -> pd.DataFrame:
+    """A labelled table of a 2-D array (duplicate labels are numbered so every row stays addressable)."""
+    return pd.DataFrame(matrix, index=_unique(row_labels), columns=_unique(column_labels))
+
+
+def _unique(labels: Iterable[str]) -> list[str]:
+    return [f"{index}: {label}" for index, label in enumerate(labels)]
+
+
+def truncation_notice(tokenized) -> None:
+    if tokenized.truncated:
+        st.warning(
+            f"The text makes {tokenized.untruncated_length} tokens; the model reads at most "
+            f"{len(tokenized)}, so only the first {len(tokenized)} are shown.",
+            icon=":material/content_cut:",
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Figures built once
+
+
+@st.cache_resource(max_entries=48, show_spinner=False)
+def _cached_figure(chart_key: str, inputs: tuple, _build: Callable[[], go.Figure]) -> go.Figure:
+    return _build()
+
+
+def show_figure(chart_key: str, inputs: tuple, build: Callable[[], go.Figure]) -> None:
+    """Draw `build()`, built once per `inputs` (everything `build` reads): a styled figure costs tens of ms."""
+    st.plotly_chart(_cached_figure(chart_key, inputs, build), key=chart_key)

@@ -1,0 +1,183 @@
+"""Figures of the encoder-decoder lesson: each head's attention (square or rectangular), the alignment that
+cross-attention learned, the next-token distribution of every generation step, and the masks of the three
+families of transformer.
+
+Rows are always the positions that read (queries), columns the positions read (keys), first position at the
+top left. Each position is named "index token" (`masking.token_names`), so a repeated letter keeps its own
+row and column, and every label is escaped for plotly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from lessons.causal.figures import ALLOWED, FORBIDDEN, MASK_COLOURS, compact, token_names
+from lessons.common.plots import ATTENTION_SCALE, as_array, style
+
+MARK_COLOUR = "#E4572E"  # the app's orange: stands out on the purple attention scale
+MAX_CELLS_WITH_TEXT = 10 * 10  # a panel of up to 10 × 10 cells still has room for "0.97" in each
+
+
+def _category_axes(figure: go.Figure, column: int, tilt: bool) -> None:
+    figure.update_xaxes(type="category", side="top", tickangle=-45 if tilt else 0, row=1, col=column)
+    figure.update_yaxes(type="category", autorange="reversed", row=1, col=column)
+
+
+def _panels(titles: Sequence[str], shared_rows: bool) -> go.Figure:
+    figure = make_subplots(
+        rows=1,
+        cols=len(titles),
+        subplot_titles=list(titles),
+        shared_yaxes=shared_rows,
+        horizontal_spacing=0.04 if shared_rows else 0.1,
+    )
+    figure.update_annotations(y=0, yanchor="top", yshift=-6)  # titles under the panels: keys sit on top
+    return figure
+
+
+def _panel_height(rows: int) -> int:
+    return int(min(620, max(300, 190 + 34 * rows)))
+
+
+def heads_figure(
+    weights,
+    row_labels: Sequence[str],
+    column_labels: Sequence[str],
+    title: str = "",
+    row_title: str = "query",
+    column_title: str = "key",
+    marks=None,
+    mark_name: str = "largest weight in the row",
+) -> go.Figure:
+    """One panel per head of (H, R, C) attention weights on one shared 0–1 colour scale.
+
+    `marks` (H, R), optional: for each head and row, a column to outline (such as the source letter an output
+    step reads most). Each panel's heatmap trace is named "head h"; the outlines are named `mark_name`.
+    """
+    values = compact(weights)  # (H, R, C)
+    num_heads, num_rows, num_columns = values.shape
+    rows, columns = token_names(row_labels), token_names(column_labels)
+    show_text = num_rows * num_columns <= MAX_CELLS_WITH_TEXT
+    figure = _panels([f"head {head}" for head in range(num_heads)], shared_rows=True)
+    for head in range(num_heads):
+        figure.add_trace(
+            go.Heatmap(
+                z=values[head],
+                x=columns,
+                y=rows,
+                name=f"head {head}",
+                coloraxis="coloraxis",
+                xgap=1,
+                ygap=1,
+                texttemplate="%{z:.2f}" if show_text else None,
+                hovertemplate=(
+                    f"head {head}<br>{row_title} %{{y}}<br>{column_title} %{{x}}<br>weight = %{{z:.4f}}<extra></extra>"
+                ),
+            ),
+            row=1,
+            col=head + 1,
+        )
+        if marks is not None:
+            chosen = as_array(marks)[head].astype(int)
+            figure.add_trace(
+                go.Scatter(
+                    x=[columns[index] for index in chosen],
+                    y=rows,
+                    mode="markers",
+                    name=mark_name,
+                    showlegend=head == 0,
+                    hoverinfo="skip",
+                    marker=dict(symbol="square-open", size=26, color=MARK_COLOUR, line=dict(width=3)),
+                ),
+                row=1,
+                col=head + 1,
+            )
+        _category_axes(figure, head + 1, tilt=max(map(len, columns), default=0) > 5)
+    figure.update_layout(
+        coloraxis=dict(colorscale=ATTENTION_SCALE, cmin=0.0, cmax=1.0, colorbar=dict(title="weight")),
+        legend=dict(orientation="h", x=0, y=-0.12),
+    )
+    figure.update_xaxes(title=column_title, row=1, col=1)
+    figure.update_yaxes(title=row_title, row=1, col=1)
+    styled = style(figure, title, height=_panel_height(num_rows))
+    return styled.update_layout(margin=dict(t=110, b=70))
+
+
+def distribution_figure(
+    probabilities, step_labels: Sequence[str], vocabulary: Sequence[str], chosen: Sequence[int], title: str = ""
+) -> go.Figure:
+    """(T, V) next-token probabilities, one row per generation step, the chosen token of each step outlined."""
+    values = compact(probabilities)
+    rows, columns = token_names(step_labels), token_names(vocabulary)
+    figure = go.Figure(
+        [
+            go.Heatmap(
+                z=values,
+                x=columns,
+                y=rows,
+                name="probability",
+                colorscale=ATTENTION_SCALE,
+                zmin=0.0,
+                zmax=1.0,
+                xgap=1,
+                ygap=1,
+                colorbar=dict(title="probability"),
+                hovertemplate="step %{y}<br>next token %{x}<br>probability = %{z:.3g}<extra></extra>",
+            ),
+            go.Scatter(
+                x=[columns[int(index)] for index in chosen],
+                y=rows,
+                mode="markers",
+                name="written (greedy)",
+                hoverinfo="skip",
+                marker=dict(symbol="square-open", size=16, color=MARK_COLOUR, line=dict(width=2)),
+            ),
+        ]
+    )
+    figure.update_xaxes(type="category", side="top", tickangle=-60, title="next token")
+    figure.update_yaxes(type="category", autorange="reversed", title="step: decoder's last input → written")
+    figure.update_layout(legend=dict(orientation="h", x=0, y=-0.08))
+    return style(figure, title, height=_panel_height(len(rows)) + 60).update_layout(margin=dict(t=100))
+
+
+def family_masks_figure(masks: Sequence, title: str = "") -> go.Figure:
+    """Who may read whom in each family: one panel per `families.FamilyMask`, ✓ allowed, ✗ forbidden.
+
+    In the encoder-decoder panel, lines split the source positions from the target ones, so the three
+    blocks (encoder self-attention, cross-attention, decoder self-attention) can be told apart.
+    """
+    figure = _panels([pattern.family for pattern in masks], shared_rows=False)
+    for column, pattern in enumerate(masks, start=1):
+        allowed = as_array(pattern.mask) > 0
+        rows, columns = list(pattern.row_labels), list(pattern.column_labels)
+        figure.add_trace(
+            go.Heatmap(
+                z=allowed.astype(np.int8),
+                x=columns,
+                y=rows,
+                name=pattern.family,
+                colorscale=MASK_COLOURS,
+                zmin=0,
+                zmax=1,
+                showscale=False,
+                xgap=2,
+                ygap=2,
+                text=np.where(allowed, ALLOWED, FORBIDDEN).tolist(),
+                texttemplate="%{text}",
+                textfont=dict(color="white", size=14),
+                hovertemplate="%{y} reads %{x}: %{text}<extra></extra>",
+            ),
+            row=1,
+            col=column,
+        )
+        _category_axes(figure, column, tilt=False)
+        if pattern.source_length:
+            edge = pattern.source_length - 0.5  # between the last source and the first target position
+            line = dict(color=MARK_COLOUR, width=2, dash="dot")
+            figure.add_vline(x=edge, line=line, row=1, col=column)
+            figure.add_hline(y=edge, line=line, row=1, col=column)
+    return style(figure, title, height=340).update_layout(margin=dict(t=70, b=40))

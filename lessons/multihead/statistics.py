@@ -1,0 +1,170 @@
+"""What each attention head does, summed up in a few numbers, and head maps small enough to draw.
+
+A layer's heads all read the same tokens, yet they learn to look in very different ways: some spread
+their attention evenly, some stare at the previous token, many park most of their weight on [CLS] or
+[SEP] when they have nothing better to do (a "no-op" pattern first described for BERT by Clark et al.,
+2019, "What Does BERT Look At?"). The statistics below turn each head's (T, S) weight matrix into one
+number per property, so that all L × H heads of a model can be compared in one table.
+
+Every statistic is first computed per query row, then averaged over the rows of one text, so the numbers
+describe how a head behaved *on that text*, not a property fixed in its weights.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+
+def row_entropy(weights: Tensor) -> Tensor:
+    """(..., T, S) -> (..., T): −Σ_j p_j log p_j of each row, in nats.
+
+    0 for a head that puts all its weight on one key; log S for one that spreads it evenly.
+    xlogy takes 0 · log 0 as 0, the limit, where a plain log would give NaN.
+    """
+    return -torch.special.xlogy(weights, weights).sum(dim=-1)
+
+
+def attention_distance(weights: Tensor) -> Tensor:
+    """(..., T, S) -> (..., T): how far each query looks on average, Σ_j w_ij · |i − j| in tokens."""
+    queries, keys = weights.shape[-2:]
+    positions_i = torch.arange(queries, device=weights.device).unsqueeze(1)  # (T, 1)
+    positions_j = torch.arange(keys, device=weights.device).unsqueeze(0)  # (1, S)
+    distance = (positions_i - positions_j).abs().to(weights.dtype)  # (T, S)
+    return (weights * distance).sum(dim=-1)
+
+
+def share_on_keys(weights: Tensor, keys: Tensor) -> Tensor:
+    """(..., T, S) and a (S,) boolean selection of keys -> (..., T): the weight each row gives them."""
+    return weights[..., keys.to(weights.device)].sum(dim=-1)  # picking the few columns beats a full product
+
+
+def self_share(weights: Tensor) -> Tensor:
+    """(..., T, T) -> (..., T): the weight each token gives to itself, the diagonal."""
+    return weights.diagonal(dim1=-2, dim2=-1)
+
+
+def previous_share(weights: Tensor) -> Tensor:
+    """(..., T, T) -> (..., T − 1): the weight token i gives to token i − 1, for i = 1 … T − 1.
+
+    Token 0 has no previous token, so it has no entry (rather than a 0 that would drag the mean down).
+    """
+    return weights.diagonal(offset=-1, dim1=-2, dim2=-1)
+
+
+# Column names and what they mean, in the order the page shows them.
+STATISTICS = {
+    "entropy": "entropy of each row (nats): 0 = one key only, log T = evenly spread",
+    "distance": "mean attention distance (tokens): Σ_j w_ij·|i − j|",
+    "cls_share": "share of attention on [CLS]",
+    "sep_share": "share of attention on [SEP]",
+    "self_share": "share of attention on the token itself",
+    "previous_share": "share of attention on the previous token",
+}
+
+
+@dataclass(frozen=True)
+class HeadStatistics:
+    """One number per head for each statistic, every tensor (L, H), averaged over the query tokens."""
+
+    entropy: Tensor
+    distance: Tensor
+    cls_share: Tensor
+    sep_share: Tensor
+    self_share: Tensor
+    previous_share: Tensor
+
+    def rows(self) -> list[dict[str, float | int]]:
+        """One record per head, {"layer", "head", <statistic>…}, ready to become a table."""
+        layers, heads = self.entropy.shape
+        return [
+            {"layer": layer, "head": head, **{name: float(getattr(self, name)[layer, head]) for name in STATISTICS}}
+            for layer in range(layers)
+            for head in range(heads)
+        ]
+
+
+def head_statistics(attention_weights: Tensor, cls_keys: Tensor, sep_keys: Tensor) -> HeadStatistics:
+    """(L, H, T, T) weights of one text, and (T,) booleans marking its [CLS] and [SEP] tokens."""
+    return HeadStatistics(
+        entropy=row_entropy(attention_weights).mean(dim=-1),
+        distance=attention_distance(attention_weights).mean(dim=-1),
+        cls_share=share_on_keys(attention_weights, cls_keys).mean(dim=-1),
+        sep_share=share_on_keys(attention_weights, sep_keys).mean(dim=-1),
+        self_share=self_share(attention_weights).mean(dim=-1),
+        previous_share=_mean_or_zero(previous_share(attention_weights)),
+    )
+
+
+def token_marks(tokens, marked: str | None) -> Tensor:
+    """(T,) booleans: True where the token is `marked` (e.g. the tokenizer's "[CLS]")."""
+    return torch.tensor([token == marked for token in tokens], dtype=torch.bool)
+
+
+def _mean_or_zero(values: Tensor) -> Tensor:
+    """Mean over the last axis; 0 when it is empty (a one-token text has no previous tokens)."""
+    if values.size(-1) == 0:
+        return values.new_zeros(values.shape[:-1])
+    return values.mean(dim=-1)
+
+
+# Maps of long inputs are shrunk to at most this many rows and columns before they are drawn.
+MAX_MAP_SIZE = 64
+
+
+@dataclass(frozen=True)
+class PooledMap:
+    """Attention maps averaged over blocks of neighbouring tokens, so that a long text fits on screen."""
+
+    values: Tensor  # (..., T', S') each cell the mean of a block of the full map
+    row_bins: tuple[tuple[int, int], ...]  # (start, stop) of the query tokens behind each row
+    column_bins: tuple[tuple[int, int], ...]
+
+    @property
+    def pooled(self) -> bool:
+        """True when blocks hold more than one token (the map is not the full map)."""
+        return len(self.row_bins) < self.row_bins[-1][1] or len(self.column_bins) < self.column_bins[-1][1]
+
+
+def average_pool(weights: Tensor, max_size: int = MAX_MAP_SIZE) -> PooledMap:
+    """(..., T, S) -> at most (..., max_size, max_size): the mean of each block of
+    ⌈T / max_size⌉ × ⌈S / max_size⌉ cells; the last block of a side may hold fewer tokens.
+
+    Short inputs come back unchanged (blocks of one token).
+    """
+    queries, keys = weights.shape[-2:]
+    row_block, column_block = math.ceil(queries / max_size), math.ceil(keys / max_size)
+    row_bins, column_bins = _bins(queries, row_block), _bins(keys, column_block)
+    # Pad with zeros to whole blocks, sum each block, then divide by how many real cells it held.
+    padded = F.pad(weights, (0, len(column_bins) * column_block - keys, 0, len(row_bins) * row_block - queries))
+    sums = padded.unflatten(-1, (len(column_bins), column_block)).sum(dim=-1)  # (..., T_pad, S')
+    sums = sums.unflatten(-2, (len(row_bins), row_block)).sum(dim=-2)  # (..., T', S')
+    row_counts = torch.tensor([stop - start for start, stop in row_bins], dtype=weights.dtype)
+    column_counts = torch.tensor([stop - start for start, stop in column_bins], dtype=weights.dtype)
+    counts = (row_counts.unsqueeze(1) * column_counts.unsqueeze(0)).to(weights.device)  # (T', S')
+    return PooledMap(sums / counts, row_bins, column_bins)
+
+
+def _bins(length: int, block: int) -> tuple[tuple[int, int], ...]:
+    return tuple((start, min(start + block, length)) for start in range(0, length, block))
+
+
+def statistic_range(name: str, length: int) -> tuple[float, float]:
+    """The values a statistic can take on a text of `length` tokens, for a colour scale that means the
+    same thing on every text: entropy up to log T, distance up to T − 1, shares up to 1."""
+    if name == "entropy":
+        return 0.0, math.log(max(length, 2))
+    if name == "distance":
+        return 0.0, float(max(length - 1, 1))
+    return 0.0, 1.0
+
+
+def focus_window(length: int, centre: int, size: int = MAX_MAP_SIZE) -> range:
+    """At most `size` consecutive positions of a text of `length`, centred on `centre` where the text allows."""
+    size = min(size, length)
+    start = min(max(centre - size // 2, 0), length - size)
+    return range(start, start + size)

@@ -1,0 +1,213 @@
+"""Figures for the positional-encoding lesson: curves per dimension, the (positions × dimensions) table,
+and how alike positions are.
+
+Every figure takes plain arrays (tensors are fine) and sends float32 values: plotly writes numpy arrays
+as compact binary, and float32's seven significant digits are more than a hover shows, at half the bytes.
+Big tables are thinned by taking every k-th row and column: true values at their true indices, never
+averages (an average of a fast sine over a few positions is close to 0 and would show a wave that is not there).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from itertools import cycle
+
+import numpy as np
+import numpy.typing as npt
+import plotly.graph_objects as go
+
+from lessons.common.plots import DIVERGING_SCALE, as_array, safe_label, style
+
+MAX_HEATMAP_ROWS = 128  # positions drawn in one table heatmap
+MAX_HEATMAP_CELLS = 128 * 384  # a full-width MiniLM table at 128 positions, ~0.3 MB in the page
+MAX_SIMILARITY_SIDE = 128  # positions per side of a drawn similarity matrix
+SINUSOIDAL_COLOUR = "#1f77b4"
+LEARNED_COLOUR = "#d62728"
+
+
+def evenly_spaced(count: int, limit: int, keep_parity: bool = False) -> np.ndarray:
+    """At most `limit` of the indices 0..count−1, one every `step`. With keep_parity an even step is made
+    odd, so the picks alternate between even and odd indices: in a sinusoidal table, sines and cosines."""
+    if count <= 0 or limit <= 0:
+        return np.arange(0)
+    step = math.ceil(count / limit)
+    if keep_parity and step % 2 == 0:
+        step += 1
+    return np.arange(0, count, step)
+
+
+def colour_limit(values, share: float = 0.99) -> float:
+    """Where a symmetric colour scale should saturate: the 99th percentile of |value|. A few outliers
+    (MiniLM's learned table holds a 1.87 among values mostly under 0.07) would otherwise wash every other
+    cell out to white; the hover still shows each exact value."""
+    magnitudes = np.abs(as_array(values))
+    limit = float(np.quantile(magnitudes, share)) if magnitudes.size else 0.0
+    return limit or 1.0  # an all-zero table still needs a scale
+
+
+def _compact(values) -> np.ndarray:
+    return as_array(values).astype(np.float32)
+
+
+def dimension_curves(encoding, dimensions: Sequence[int], title: str = "", positions_in_text: int = 0) -> go.Figure:
+    """One line per chosen column of a (T, D) table, against the position t; even columns are sines,
+    odd ones cosines. The first `positions_in_text` positions are shaded (the ones the user's text uses)."""
+    table = _compact(encoding)
+    positions = np.arange(table.shape[0])
+    figure = go.Figure()
+    for dimension in dimensions:
+        wave = "sin" if dimension % 2 == 0 else "cos"
+        figure.add_trace(
+            go.Scatter(
+                x=positions,
+                y=table[:, dimension],
+                mode="lines+markers",
+                marker=dict(size=4),
+                name=f"i = {dimension} ({wave})",
+                hovertemplate=f"i = {dimension}<br>position %{{x}}<br>value %{{y:.4f}}<extra></extra>",
+            )
+        )
+    if positions_in_text > 0:
+        figure.add_vrect(
+            x0=-0.5,
+            x1=min(positions_in_text, len(positions)) - 0.5,
+            fillcolor="#ffd54f",
+            opacity=0.18,
+            line_width=0,
+            annotation_text="your text",
+            annotation_position="top left",
+        )
+    figure.update_xaxes(title="position t")
+    figure.update_yaxes(title="p_i(t)", range=[-1.1, 1.1])
+    return style(figure, title, height=380)
+
+
+def encoding_heatmap(encoding, title: str = "", max_cells: int = MAX_HEATMAP_CELLS) -> go.Figure:
+    """A (T, D) position table as colours, position down and dimension across, row 0 at the top.
+    Larger tables show every k-th position and dimension (the axes keep the true indices)."""
+    table = as_array(encoding)
+    rows = evenly_spaced(table.shape[0], MAX_HEATMAP_ROWS)
+    columns = evenly_spaced(table.shape[1], max(1, max_cells // max(1, len(rows))), keep_parity=True)
+    limit = colour_limit(table)
+    figure = go.Figure(
+        go.Heatmap(
+            z=table[np.ix_(rows, columns)].astype(np.float32),
+            x=columns,
+            y=rows,
+            colorscale=DIVERGING_SCALE,
+            zmin=-limit,
+            zmax=limit,
+            hovertemplate="position %{y}<br>dimension %{x}<br>value %{z:.4f}<extra></extra>",
+        )
+    )
+    figure.update_xaxes(title="dimension i")
+    figure.update_yaxes(title="position t", autorange="reversed")
+    subtitle = _thinning_note(("position", rows, table.shape[0]), ("dimension", columns, table.shape[1]))
+    return style(figure, title + subtitle, height=420)
+
+
+def _thinning_note(*axes: tuple[str, np.ndarray, int]) -> str:
+    """A subtitle naming each axis drawn thinned, from (noun, picked indices, full count) triples."""
+    thinned = [f"one {noun} in {int(picks[1] - picks[0])}" for noun, picks, count in axes if 1 < len(picks) < count]
+    return f"<br><sup>drawn: {', '.join(thinned)}</sup>" if thinned else ""
+
+
+def similarity_to_position(
+    similarities_by_name: Mapping[str, npt.ArrayLike], position: int, measure_label: str, title: str = ""
+) -> go.Figure:
+    """How alike position p is to every position q, one line per table (e.g. sinusoidal and learned)."""
+    figure = go.Figure()
+    for (name, similarities), colour in zip(similarities_by_name.items(), _colours()):
+        name, values = safe_label(name), _compact(similarities)
+        figure.add_trace(
+            go.Scatter(
+                x=np.arange(len(values)),
+                y=values,
+                mode="lines",
+                name=name,
+                line=dict(color=colour),
+                hovertemplate=f"q = %{{x}}<br>{measure_label} %{{y:.4f}}<extra>{name}</extra>",
+            )
+        )
+    figure.add_vline(x=position, line_dash="dot", line_color="grey", annotation_text=f"p = {position}")
+    figure.update_xaxes(title="position q")
+    figure.update_yaxes(title=f"{measure_label}(p, q)")
+    return style(figure, title, height=360)
+
+
+def similarity_heatmap(similarities, measure_label: str, title: str = "", centre_on_zero: bool = True) -> go.Figure:
+    """A (T, T) similarity matrix; bands parallel to the diagonal mean it depends on q − p alone."""
+    matrix = as_array(similarities)
+    picks = evenly_spaced(matrix.shape[0], MAX_SIMILARITY_SIDE)
+    largest = float(np.abs(matrix).max()) if matrix.size else 1.0
+    figure = go.Figure(
+        go.Heatmap(
+            z=matrix[np.ix_(picks, picks)].astype(np.float32),
+            x=picks,
+            y=picks,
+            colorscale=DIVERGING_SCALE,
+            zmin=-largest if centre_on_zero else None,
+            zmax=largest if centre_on_zero else None,
+            hovertemplate=f"p = %{{y}}<br>q = %{{x}}<br>{measure_label} %{{z:.4f}}<extra></extra>",
+        )
+    )
+    figure.update_xaxes(title="position q", scaleanchor="y", constrain="domain")
+    figure.update_yaxes(title="position p", autorange="reversed", constrain="domain")
+    subtitle = _thinning_note(("position", picks, matrix.shape[0]))
+    return style(figure, title + subtitle, height=420)
+
+
+def similarity_by_offset(
+    profiles_by_name: dict[str, tuple[Sequence[float], Sequence[float], Sequence[float]]],
+    measure_label: str,
+    title: str = "",
+) -> go.Figure:
+    """For each distance k = q − p: the mean similarity of all pairs k apart, with a band from the lowest
+    to the highest. A band as thin as a line says similarity depends on the distance only."""
+    figure = go.Figure()
+    for (name, (mean, lowest, highest)), colour in zip(profiles_by_name.items(), _colours()):
+        name = safe_label(name)
+        offsets = np.arange(len(as_array(mean)))
+        figure.add_trace(
+            go.Scatter(
+                x=offsets,
+                y=_compact(highest),
+                mode="lines",
+                line=dict(width=0, color=colour),
+                showlegend=False,
+                hoverinfo="skip",
+                legendgroup=name,
+            )
+        )
+        figure.add_trace(
+            go.Scatter(
+                x=offsets,
+                y=_compact(lowest),
+                mode="lines",
+                line=dict(width=0, color=colour),
+                fill="tonexty",
+                opacity=0.3,
+                name=f"{name}: lowest to highest",
+                hoverinfo="skip",
+                legendgroup=name,
+            )
+        )
+        figure.add_trace(
+            go.Scatter(
+                x=offsets,
+                y=_compact(mean),
+                mode="lines",
+                line=dict(color=colour),
+                name=f"{name}: mean",
+                legendgroup=name,
+                hovertemplate=f"q − p = %{{x}}<br>mean {measure_label} %{{y:.4f}}<extra>{name}</extra>",
+            )
+        )
+    figure.update_xaxes(title="distance q − p")
+    figure.update_yaxes(title=measure_label)
+    return style(figure, title, height=360)
+
+
+def _colours():
+    return cycle((SINUSOIDAL_COLOUR, LEARNED_COLOUR, "#2ca02c", "#9467bd"))

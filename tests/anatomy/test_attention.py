@@ -1,0 +1,169 @@
+"""Scaled dot-product attention: the loop form and the batched form agree, masks do what they promise,
+and the recorded trace reproduces the weights it reports."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from anatomy.attention import MultiHeadAttention, MultiHeadAttentionLoop, merge_heads, scaled_dot_product_attention
+from anatomy.masks import causal_mask, padding_mask
+from lessons.attention import examples as toy
+
+pytestmark = pytest.mark.usefixtures("no_autograd")
+
+WIDTH, HEADS = 16, 4
+HEAD_WIDTH = WIDTH // HEADS
+
+
+@pytest.fixture
+def batched():
+    torch.manual_seed(0)
+    return MultiHeadAttention(WIDTH, HEADS).eval()
+
+
+@pytest.fixture
+def hidden():
+    return torch.randn(2, 7, WIDTH, generator=torch.Generator().manual_seed(1))  # (B, T, D)
+
+
+def random_qkv(tokens: int, seed: int = 2):
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(2, HEADS, tokens, HEAD_WIDTH, generator=generator) for _ in range(3)]
+
+
+def largest_difference(left, right) -> float:
+    return (left - right).abs().max().item()
+
+
+REAL_TOKENS = torch.tensor([[1, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0, 0]])  # second sentence: 3 pads
+
+
+@pytest.mark.parametrize("mask", [None, padding_mask(REAL_TOKENS)], ids=["no-mask", "padding-mask"])
+def test_loop_of_heads_equals_batched_attention(batched, hidden, mask):
+    """Teach with the loop, run with the batch: same weights, same numbers."""
+    looped = MultiHeadAttentionLoop.from_batched(batched)
+    loop_output, loop_weights = looped(hidden, mask)
+    batch_output, batch_trace = batched(hidden, mask=mask, trace=True)
+    assert loop_weights.shape == batch_trace.weights.shape == (2, HEADS, 7, 7)
+    assert largest_difference(loop_output, batch_output) <= 1e-6
+    assert largest_difference(loop_weights, batch_trace.weights) <= 1e-6
+
+
+def test_loop_form_really_owns_one_slice_of_each_projection_per_head(batched):
+    looped = MultiHeadAttentionLoop.from_batched(batched)
+    assert len(looped.heads) == HEADS
+    third_head_rows = slice(2 * HEAD_WIDTH, 3 * HEAD_WIDTH)
+    assert torch.equal(looped.heads[2].key.weight, batched.key.weight[third_head_rows])
+    assert looped.heads[2].key.weight.shape == (HEAD_WIDTH, WIDTH)
+
+
+@pytest.mark.parametrize("tokens", [1, 2, 7, 64])
+def test_causal_mask_zeroes_every_future_position_and_rows_sum_to_one(tokens):
+    query, key, value = random_qkv(tokens)
+    _, weights = scaled_dot_product_attention(query, key, value, causal_mask(tokens))
+    future = torch.ones(tokens, tokens, dtype=torch.bool).triu(diagonal=1)
+    assert torch.all(weights[..., future] == 0.0)  # exactly zero, not small
+    assert torch.all(weights[..., ~future] > 0.0)  # and the past is seen
+    assert largest_difference(weights.sum(dim=-1), torch.ones(2, HEADS, tokens)) <= 1e-6
+    assert torch.all(weights[..., 0, 0] == 1.0)  # token 0 sees only itself
+
+
+def test_changing_future_tokens_leaves_earlier_outputs_untouched():
+    query, key, value = random_qkv(7)
+    mask = causal_mask(7)
+    before, _ = scaled_dot_product_attention(query, key, value, mask)
+    key[..., 4:, :], value[..., 4:, :] = 100.0, -100.0  # rewrite positions 4, 5, 6
+    after, _ = scaled_dot_product_attention(query, key, value, mask)
+    assert torch.equal(before[..., :4, :], after[..., :4, :])
+    assert largest_difference(before[..., 4:, :], after[..., 4:, :]) > 1.0
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_fully_masked_row_gives_zero_weights_and_zero_output_without_nan(need_weights):
+    query, key, value = random_qkv(5)
+    mask = causal_mask(5).clone()
+    mask[2] = False  # query 2 may attend to nothing
+    output, weights = scaled_dot_product_attention(query, key, value, mask, need_weights=need_weights)
+    assert not torch.isnan(output).any()
+    assert torch.all(output[..., 2, :] == 0.0)
+    assert output[..., 3, :].abs().max() > 0.1  # the other rows are untouched
+    if need_weights:
+        assert not torch.isnan(weights).any()
+        assert torch.all(weights[..., 2, :] == 0.0)
+    else:
+        assert weights is None
+
+
+@pytest.mark.parametrize(
+    "mask", [None, causal_mask(7), padding_mask(REAL_TOKENS)], ids=["no-mask", "causal", "padding"]
+)
+def test_fused_path_without_weights_gives_the_same_output(batched, hidden, mask):
+    fast, no_trace = batched(hidden, mask=mask, trace=False)
+    explicit, _ = batched(hidden, mask=mask, trace=True)
+    assert no_trace is None
+    assert largest_difference(fast, explicit) <= 1e-6
+    query, key, value = random_qkv(7)
+    fused, no_weights = scaled_dot_product_attention(query, key, value, mask, need_weights=False)
+    written_out, _ = scaled_dot_product_attention(query, key, value, mask, need_weights=True)
+    assert no_weights is None
+    assert largest_difference(fused, written_out) <= 1e-6
+
+
+@pytest.mark.parametrize("trace", [True, False])
+def test_bfloat16_attention_gives_finite_values(batched, hidden, trace):
+    batched = batched.to(torch.bfloat16)
+    output, attention_trace = batched(hidden.to(torch.bfloat16), mask=causal_mask(7), trace=trace)
+    assert output.dtype == torch.bfloat16
+    assert torch.isfinite(output).all()
+    if trace:
+        assert torch.isfinite(attention_trace.weights).all()
+        assert torch.all(attention_trace.weights.triu(diagonal=1) == 0)
+
+
+@pytest.fixture
+def attention_trace(batched, hidden):
+    _, recorded = batched(hidden, mask=padding_mask(REAL_TOKENS), trace=True)
+    return recorded
+
+
+def test_trace_weights_are_the_softmax_of_the_masked_scores(attention_trace):
+    masked_scores = attention_trace.masked_scores
+    assert torch.isinf(masked_scores[1, :, :, 4:]).all()  # padding keys hold −∞
+    recomputed = torch.softmax(masked_scores, dim=-1)
+    assert largest_difference(recomputed, attention_trace.weights) <= 1e-6
+
+
+def test_trace_scaled_scores_are_raw_scores_over_root_head_width(attention_trace):
+    assert attention_trace.scale == math.sqrt(HEAD_WIDTH) == 2.0
+    expected = attention_trace.raw_scores / 2.0
+    assert largest_difference(attention_trace.scaled_scores, expected) <= 1e-6
+    expected_raw = torch.einsum("bhtd,bhsd->bhts", attention_trace.query, attention_trace.key)
+    assert largest_difference(attention_trace.raw_scores, expected_raw) <= 1e-5
+
+
+def test_trace_concatenation_is_the_head_outputs_side_by_side(batched, attention_trace):
+    head_outputs = attention_trace.head_outputs  # (B, H, T, d_head)
+    assert largest_difference(merge_heads(head_outputs), attention_trace.concatenated) == 0.0
+    side_by_side = torch.cat([head_outputs[:, h] for h in range(HEADS)], dim=-1)  # (B, T, D)
+    assert torch.equal(side_by_side, attention_trace.concatenated)
+    assert largest_difference(attention_trace.weights @ attention_trace.value, head_outputs) <= 1e-6
+    assert largest_difference(batched.output(attention_trace.concatenated), attention_trace.output) <= 1e-6
+
+
+def test_seed_004_causal_example_keeps_the_past_and_zeroes_the_future():
+    scores, weights = toy.masked_softmax(toy.CAUSAL_EXAMPLE_SCORES, causal_mask(4))
+    assert torch.isinf(scores.triu(diagonal=1)[causal_mask(4).logical_not()]).all()
+    assert torch.all(weights.triu(diagonal=1) == 0.0)
+    assert torch.allclose(weights.sum(dim=-1), torch.ones(4, dtype=torch.float64), atol=1e-12)
+    assert weights[0].tolist() == [1.0, 0.0, 0.0, 0.0]
+
+
+def test_seed_004_second_causal_row_is_0_45_0_55_not_the_printed_0_2_0_8():
+    """The seed shows softmax([0.1, 0.3]) as [0.2, 0.8]; e^0.1 / (e^0.1 + e^0.3) is 0.4502."""
+    _, weights = toy.masked_softmax(toy.CAUSAL_EXAMPLE_SCORES, causal_mask(4))
+    first = math.exp(0.1) / (math.exp(0.1) + math.exp(0.3))
+    assert weights[1].tolist() == pytest.approx([first, 1 - first, 0.0, 0.0], abs=1e-12)
+    assert first == pytest.approx(0.45017, abs=1e-5)

@@ -1,0 +1,141 @@
+"""The frame around every lesson: navigation, the shared sidebar, shareable links, layering."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from anatomy.devices import describe_device
+from harness.apptest import HOSTILE_TEXTS, all_markdown, assert_clean, open_page
+from lessons.common.ui import loaders
+from lessons.common.ui.widgets import aligned_lines_markdown
+
+ROOT = Path(__file__).resolve().parents[2]
+LESSONS = ["tokenization", "positional", "attention", "multihead", "causal", "encoder", "decoder", "training"]
+
+
+def test_welcome_page_shows_the_model_in_use_and_the_device():
+    app = open_page("pages/home.py")
+    assert_clean(app)
+    assert any("6 layers, 12 attention heads of width 32" in item.value for item in app.markdown)
+    badge = describe_device(torch.device(loaders.usable_device()))  # "CPU", or "CUDA (NVIDIA H100 80GB HBM3)"
+    assert any(badge in item.value for item in app.sidebar.markdown)
+
+
+def test_sidebar_text_comes_from_the_link():
+    app = open_page("pages/home.py", query={"text": "a shared sentence"})
+    assert app.sidebar.text_area(key="text").value == "a shared sentence"
+
+
+def test_typed_text_is_written_into_the_link_so_it_can_be_shared():
+    app = open_page("pages/home.py", text="typed, not linked")
+    assert app.query_params["text"] == "typed, not linked"
+
+
+def test_a_model_folder_that_does_not_exist_gets_a_clear_message_and_the_embedded_model():
+    app = open_page("pages/home.py", query={"model": "/no/such/folder"})
+    assert_clean(app)
+    errors = [item.value for item in app.sidebar.error]
+    assert len(errors) == 1 and "No folder at" in errors[0] and "folder" in errors[0]
+    assert any("Showing the embedded model instead" in item.value for item in app.sidebar.caption)
+    assert app.sidebar.text_input(key="model").value == "/no/such/folder"  # what the user typed is kept
+
+
+def test_a_hostile_model_reference_is_shown_escaped_never_as_a_link_or_image():
+    hostile = "![x](http://127.0.0.1:9/pixel.png) <b>x</b>"
+    app = open_page("pages/home.py", query={"model": hostile})
+    assert_clean(app)
+    (error,) = [item.value for item in app.sidebar.error]
+    assert "![x](" not in error and "<b>" not in error
+    assert "\\!\\[x\\]" in error and "\\<b\\>" in error
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_lesson_renders_the_default_text_without_an_exception(lesson):
+    app = open_page(f"pages/{lesson}.py")
+    assert_clean(app)
+    assert app.title, f"{lesson} shows no title"
+
+
+def test_a_pages_code_is_sent_only_once_its_expander_is_opened_and_is_the_packages_own_source():
+    import inspect
+
+    from lessons.common.ui import widgets
+    from lessons.multihead import ablation
+    from lessons.multihead import statistics as head_stats
+
+    objects = (
+        head_stats.head_statistics,
+        head_stats.row_entropy,
+        head_stats.attention_distance,
+        head_stats.average_pool,
+        ablation.recombine_heads,
+        ablation.ablate_heads,
+        ablation.layer_with_heads_scaled,
+    )  # what pages/multihead.py shows
+    app = open_page("pages/multihead.py")
+    assert [expander.label for expander in app.expander] == [widgets.SOURCE_TITLE]
+    assert len(app.code) == 0  # closed: no code sent, no highlighter to load
+    app.session_state[widgets.source_key(*objects)] = True
+    app.run()
+    assert_clean(app)
+    assert [block.value for block in app.code] == [inspect.getsource(obj).rstrip("\n") for obj in objects]
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_lesson_survives_empty_and_hostile_text(lesson):
+    for name in ("whitespace", "markdown", "script"):
+        app = open_page(f"pages/{lesson}.py", text=HOSTILE_TEXTS[name])
+        assert_clean(app)
+        if HOSTILE_TEXTS[name].strip():
+            assert HOSTILE_TEXTS[name] not in all_markdown(app), f"{lesson} rendered {name} text as markdown"
+
+
+@pytest.mark.parametrize("page", sorted(path.name for path in (ROOT / "pages").glob("*.py")))
+def test_every_page_first_makes_sure_it_runs_under_the_entrypoint(page):
+    """On a fresh server a deep link runs the page file alone (Streamlit's older pages-folder mode), without
+    navigation or sidebar, unless the page calls ensure_entrypoint (sidebar.current does) before it draws."""
+    source = (ROOT / "pages" / page).read_text(encoding="utf-8")
+    guards = [source.find(call) for call in ("ensure_entrypoint()", "sidebar.current()") if call in source]
+    assert guards, f"{page} never calls ensure_entrypoint() or sidebar.current()"
+    first_drawing = source.find("st.title(")
+    assert first_drawing == -1 or min(guards) < first_drawing, f"{page} draws before it checks the entrypoint"
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt2_folder(tmp_path_factory):
+    """A loadable checkpoint the encoder lessons cannot use: a decoder, with no tokenizer files."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-gpt2")
+    GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=32, n_embd=16, n_layer=1, n_head=2)).save_pretrained(folder)
+    return str(folder)
+
+
+# The attention lesson's own toy examples need no model; its real-model source does.
+ENCODER_VIEWS = {
+    "tokenization": {},
+    "attention": {"att_source": "model"},
+    "multihead": {},
+    "causal": {"cm_tab": "No mask, padding, causal"},
+    "encoder": {},
+}
+
+
+@pytest.mark.parametrize("lesson", list(ENCODER_VIEWS))
+def test_a_decoder_checkpoint_in_the_sidebar_gets_an_explanation_on_every_encoder_lesson(lesson, tiny_gpt2_folder):
+    app = open_page(f"pages/{lesson}.py", query={"model": tiny_gpt2_folder, **ENCODER_VIEWS[lesson]})
+    assert_clean(app)
+    assert not app.sidebar.error, "the checkpoint itself loads"
+    assert app.info or app.warning, f"{lesson} should say why it cannot use this model"
+
+
+def test_aligned_lines_keep_every_space_and_their_fences_outrun_any_backticks_inside():
+    plain, with_backticks = aligned_lines_markdown(["reads   a  b", "x ``y`` <b>$z$</b>"]).split("  \n")
+    assert plain == "` reads\u00a0\u00a0\u00a0a\u00a0\u00a0b `"  # markdown would fold plain spaces into one
+    assert with_backticks.startswith("``` ") and with_backticks.endswith(" ```")  # the line's run is two long
+    assert "<b>$z$</b>" in with_backticks  # inside a code span: shown as typed, never rendered

@@ -1,0 +1,170 @@
+"""What keeps the server's memory bounded: a trace holds nothing of size T × T and recomputes what it leaves
+out bit for bit, per-layer statistics equal those of the full stack, and the traced-run cache keeps within
+its byte budget. (The resident-memory goal itself is measured by benchmarks/cold_start.py, not here.)"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from anatomy.attention import scaled_dot_product_attention
+from anatomy.config import DecoderConfig, EncoderConfig
+from anatomy.models import DecoderOnlyLM, Encoder
+from lessons.common import memory
+from lessons.common.runs import run_encoder
+from lessons.common.ui import loaders
+from lessons.encoder import analysis as stack_analysis
+from lessons.multihead import statistics as head_stats
+
+SMALL = dict(vocab_size=50, max_positions=64, width=24, num_layers=2, num_heads=3, ff_width=40, dropout=0.0)
+
+
+def every_tensor(value):
+    """Each tensor a run or trace holds, found through its dataclasses, tuples and dicts."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, torch.Tensor):
+            yield item
+        elif hasattr(item, "__dataclass_fields__"):
+            todo.extend(getattr(item, name) for name in item.__dataclass_fields__)
+        elif isinstance(item, (tuple, list)):
+            todo.extend(item)
+        elif isinstance(item, dict):
+            todo.extend(item.values())
+
+
+def assert_trace_recomputes_the_forward(trace):
+    for layer in trace.layers:
+        attention = layer.attention
+        head_outputs, weights = scaled_dot_product_attention(
+            attention.query, attention.key, attention.value, attention.mask
+        )
+        assert torch.equal(attention.weights, weights)
+        assert torch.equal(attention.head_outputs, head_outputs)
+
+
+# ── the trace ────────────────────────────────────────────────────────────────────────────────────────
+
+
+def test_a_traced_run_holds_no_token_by_token_matrix_and_grows_linearly(embedded):
+    texts = {tokens: " ".join(["word"] * (tokens - 2)) for tokens in (50, 100)}
+    runs = {tokens: run_encoder(embedded.model, embedded.tokenizer, text) for tokens, text in texts.items()}
+    for tokens, run in runs.items():
+        assert len(run.tokenized) == tokens
+        assert all(tensor.shape[-2:] != (tokens, tokens) for tensor in every_tensor(run))
+    assert memory.tensor_bytes(runs[100]) == 2 * memory.tensor_bytes(runs[50])
+    # Per token, in float32: each of the 6 layers keeps 11 vectors of width 384 (Q, K, V, head outputs, their
+    # concatenation, attention output, two residual sums, the first norm's output, feed-forward output, layer
+    # output) and the 1536 pre-activations; the embeddings keep 5. That is 71 MiB at 512 tokens.
+    assert memory.tensor_bytes(runs[100]) == 100 * 4 * (6 * (11 * 384 + 1536) + 5 * 384)
+
+
+def test_the_weights_a_trace_reports_are_the_forwards_bit_for_bit_with_a_padding_mask():
+    torch.manual_seed(0)
+    model = Encoder(EncoderConfig(**SMALL)).eval()
+    input_ids = torch.randint(1, 50, (2, 9))
+    attention_mask = torch.tensor([[1] * 9, [1] * 5 + [0] * 4])
+    with torch.inference_mode():
+        trace = model(input_ids, attention_mask=attention_mask, trace=True).trace
+    assert_trace_recomputes_the_forward(trace)
+    assert torch.equal(trace.layers[0].attention.weights[1, :, :, 5:], torch.zeros(3, 9, 4))
+
+
+def test_the_weights_a_trace_reports_are_the_forwards_bit_for_bit_with_the_causal_mask():
+    torch.manual_seed(0)
+    model = DecoderOnlyLM(DecoderConfig(**SMALL)).eval()
+    with torch.inference_mode():
+        trace = model(torch.randint(0, 50, (1, 11)), trace=True).trace
+    assert_trace_recomputes_the_forward(trace)
+    future = torch.ones(11, 11, dtype=torch.bool).triu(1)
+    assert torch.equal(trace.layers[1].attention.weights[0][:, future], torch.zeros(3, 55))
+
+
+def test_the_feed_forward_activations_a_trace_reports_are_the_ones_the_forward_contracted():
+    torch.manual_seed(0)
+    model = Encoder(EncoderConfig(**SMALL)).eval()
+    with torch.inference_mode():
+        trace = model(torch.randint(1, 50, (1, 7)), trace=True).trace
+    for module, layer in zip(model.layers, trace.layers):
+        activation = layer.feed_forward.hidden_activation
+        assert torch.equal(activation, F.gelu(layer.feed_forward.hidden_preactivation))
+        assert torch.equal(module.feed_forward.contract(activation), layer.feed_forward.output)
+
+
+def test_statistics_computed_one_layer_at_a_time_equal_those_of_the_whole_stack(embedded):
+    run = run_encoder(embedded.model, embedded.tokenizer, "time flies like an arrow; fruit flies like a banana")
+    cls_keys = head_stats.token_marks(run.tokenized.tokens, "[CLS]")
+    sep_keys = head_stats.token_marks(run.tokenized.tokens, "[SEP]")
+    whole = head_stats.head_statistics(run.attention_weights, cls_keys, sep_keys)
+    by_layer = run.over_layers(lambda weights: head_stats.head_statistics(weights, cls_keys, sep_keys))
+    for name in ("entropy", "distance", "cls_share", "sep_share", "self_share", "previous_share"):
+        assert getattr(by_layer, name).shape == (6, 12)
+        assert torch.equal(getattr(by_layer, name), getattr(whole, name))
+    pooled_whole, pooled_by_layer = (
+        stack_analysis.pool_attention(run.attention_weights, 4),
+        run.over_layers(lambda weights: stack_analysis.pool_attention(weights, 4)),
+    )
+    assert pooled_by_layer.blocks == pooled_whole.blocks and len(pooled_whole.blocks) == 4
+    assert torch.equal(pooled_by_layer.weights, pooled_whole.weights)
+
+
+# ── the byte budget ──────────────────────────────────────────────────────────────────────────────────
+
+
+class Sized:
+    def __init__(self, size: int):
+        self.size = size
+
+
+def small_budget(budget_bytes: int, max_entries: int | None = None) -> memory.ByteBudget:
+    return memory.ByteBudget(budget_bytes, max_entries, measure=lambda value: value.size)
+
+
+def test_the_budget_drops_the_least_recently_used_entries_until_the_rest_fit():
+    budget = small_budget(100)
+    values = {key: Sized(40) for key in "abc"}
+    assert budget.use("a", values["a"]) == []
+    assert budget.use("b", values["b"]) == []
+    assert budget.use("a", values["a"]) == []  # a is now the most recently used
+    assert budget.use("c", values["c"]) == ["b"]  # 120 bytes > 100: b goes, a and c (80 bytes) stay
+    assert "b" not in budget and len(budget) == 2 and budget.total_bytes == 80
+
+
+def test_the_budget_keeps_the_entry_just_used_even_alone_over_budget():
+    budget = small_budget(100)
+    budget.use("small", Sized(10))
+    assert budget.use("huge", Sized(500)) == ["small"]
+    assert "huge" in budget and budget.total_bytes == 500
+
+
+def test_the_budget_also_caps_the_number_of_entries():
+    budget = small_budget(10**9, max_entries=3)
+    dropped = [budget.use(key, Sized(1)) for key in "abcde"]
+    assert dropped == [[], [], [], ["a"], ["b"]] and len(budget) == 3
+
+
+def test_a_value_the_cache_released_on_its_own_no_longer_counts():
+    budget = small_budget(100)
+    kept, released = Sized(30), Sized(50)
+    budget.use("kept", kept)
+    budget.use("released", released)
+    budget.release(released)
+    assert "released" not in budget and budget.total_bytes == 30
+
+
+def test_the_traced_run_cache_holds_at_most_its_byte_budget(embedded, monkeypatch):
+    sentences = [f"sentence number {index} is about {'cats ' * index}" for index in range(6)]
+    sizes = [memory.tensor_bytes(run_encoder(embedded.model, embedded.tokenizer, text)) for text in sentences]
+    budget = memory.ByteBudget(sizes[-1] + sizes[-2] + sizes[-3], max_entries=loaders.MAX_CACHED_RUNS)
+    monkeypatch.setattr(loaders, "_RUN_BUDGET", budget)
+    loaders._traced_run.clear()
+    try:
+        runs = [loaders.get_encoder_run("", text) for text in sentences]
+        assert len(budget) == 3 and budget.total_bytes <= budget.budget_bytes
+        assert all(loaders.get_encoder_run("", text) is run for text, run in zip(sentences[3:], runs[3:]))
+        assert loaders.get_encoder_run("", sentences[0]) is not runs[0]  # dropped, so computed afresh
+        assert len(budget) == 3 and budget.total_bytes <= budget.budget_bytes
+    finally:
+        loaders._traced_run.clear()
+    assert len(budget) == 0  # clearing the cache released every run it held

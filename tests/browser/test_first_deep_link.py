@@ -1,0 +1,29 @@
+"""The very first visit to a freshly started server may be a deep link, and it must still get the whole app.
+
+Streamlit runs `pages/*.py` on their own until some session has called `st.navigation` (its legacy pages-folder
+mode); `lessons/common/ui/frame.py` sends such a run through app.py with public API only. This test starts a
+server of its own, so that nothing has visited it yet, and makes a lesson's deep link its first request.
+"""
+
+from __future__ import annotations
+
+from harness.browser import ARTIFACTS, AppPage
+from harness.server import StreamlitServer
+
+
+def test_a_deep_link_as_the_first_request_to_a_fresh_server_gets_navigation_sidebar_and_its_view(page):
+    with StreamlitServer(log_path=ARTIFACTS / "streamlit-first-deep-link.log") as server:
+        app = AppPage(page, server.url)
+        app.open("attention", att_source="model", att_layer="2", att_head="5", text="a link to share")
+        app.screenshot("first-deep-link-on-a-fresh-server")
+        assert app.exceptions() == []
+        assert app.title() == "Scaled dot-product attention, step by step"
+        assert app.text_box().input_value() == "a link to share"  # the sidebar ran, from app.py
+        navigation = page.locator('[data-testid="stSidebarNav"] a')
+        assert navigation.count() == 9  # so did st.navigation
+        assert app.query()["att_layer"] == "2" and app.query()["att_head"] == "5"
+        layer = page.get_by_role("slider", name="Layer")
+        assert layer.get_attribute("aria-valuetext") == "2"
+        log = (ARTIFACTS / "streamlit-first-deep-link.log").read_text(encoding="utf-8")
+        assert "Traceback" not in log
+        assert app.requests_off_loopback() == []

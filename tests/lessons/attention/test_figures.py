@@ -1,0 +1,103 @@
+"""The attention lesson's figures, as pure functions: shapes, values, hover text and escaped labels."""
+
+import numpy as np
+import pytest
+
+from lessons.attention import examples as toy
+from lessons.attention.figures import (
+    full_pattern,
+    neuron_view,
+    projection_panels,
+    round_significant,
+    score_matrix,
+    step_matrix,
+)
+
+STEPS = toy.love_mathematics()
+FEATURES = ["1", "2", "3", "4"]
+HOSTILE = ["<b>x</b>", "a & b", "<script>"]
+
+
+def test_values_are_kept_to_four_significant_digits():
+    rounded = round_significant([123456.0, 0.000123456, -2.71828, 0.0, np.inf, np.nan])
+    assert rounded[:4].tolist() == [123500.0, 0.0001235, -2.718, 0.0]
+    assert np.isinf(rounded[4]) and np.isnan(rounded[5])
+
+
+def test_a_step_matrix_shows_every_entry_on_a_scale_centred_on_zero():
+    figure = step_matrix(STEPS.query, STEPS.tokens, FEATURES, "Q")
+    trace = figure.data[0]
+    assert np.array_equal(trace.z, STEPS.query.numpy())  # small integers survive rounding exactly
+    assert list(trace.y) == ["I", "love", "mathematics"] and list(trace.x) == FEATURES
+    assert trace.zmin == -5.0 and trace.zmax == 5.0  # the largest entry of Q is 5
+    assert trace.texttemplate == "%{z:.4g}"
+    assert step_matrix(STEPS.query, STEPS.tokens, FEATURES, show_values=False).data[0].texttemplate is None
+
+
+def test_labels_are_escaped_and_repeated_tokens_keep_their_own_row():
+    figure = step_matrix(np.ones((3, 2)), HOSTILE, ["f", "f"])
+    assert list(figure.data[0].y) == ["&lt;b&gt;x&lt;/b&gt;", "a &amp; b", "&lt;script&gt;"]
+    assert list(figure.data[0].x) == ["0: f", "1: f"]  # two columns named alike stay two columns
+    assert figure.layout.yaxis.autorange == "reversed"  # row 0 on top, as matrices are written
+
+
+def test_a_score_cell_carries_its_whole_computation_for_the_hover():
+    figure = score_matrix(STEPS.raw_scores, STEPS.scaled_scores, STEPS.weights, STEPS.tokens, STEPS.tokens, "scaled")
+    trace = figure.data[0]
+    assert np.allclose(trace.z, STEPS.scaled_scores.numpy(), rtol=1e-3)
+    assert trace.z[0][1] == 22.0  # q_I · k_love = 44, ÷ √4
+    assert trace.customdata.shape == (3, 3, 3)
+    assert trace.customdata[0, 1].tolist() == pytest.approx([44.0, 22.0, 0.9707], rel=1e-4)
+    for words in ("q·k", "÷ √d", "softmax weight"):
+        assert words in trace.hovertemplate
+    assert figure.layout.title.text == "QKᵀ / √d"
+
+
+def test_the_weights_stage_uses_the_fixed_zero_to_one_scale_and_can_outline_a_cell():
+    figure = score_matrix(
+        STEPS.raw_scores,
+        STEPS.scaled_scores,
+        STEPS.weights,
+        STEPS.tokens,
+        STEPS.tokens,
+        "weights",
+        show_values=False,
+        highlight=(2, 1),
+    )
+    trace = figure.data[0]
+    assert (trace.zmin, trace.zmax) == (0.0, 1.0)
+    assert np.allclose(trace.z, STEPS.weights.numpy(), rtol=1e-3)
+    assert trace.texttemplate is None
+    (outline,) = figure.layout.shapes
+    assert (outline.x0, outline.x1, outline.y0, outline.y1) == (0.5, 1.5, 1.5, 2.5)
+
+
+def test_projection_panels_put_q_k_and_v_side_by_side_on_one_scale():
+    figure = projection_panels({"Q": STEPS.query, "K": STEPS.key, "V": STEPS.value}, STEPS.tokens, FEATURES)
+    assert [trace.name for trace in figure.data] == ["Q", "K", "V"]
+    for trace, matrix in zip(figure.data, (STEPS.query, STEPS.key, STEPS.value)):
+        assert np.array_equal(trace.z, matrix.numpy())
+        assert trace.coloraxis == "coloraxis"
+    assert (figure.layout.coloraxis.cmin, figure.layout.coloraxis.cmax) == (-6.0, 6.0)  # K and V reach 6
+    domains = [figure.layout.xaxis.domain, figure.layout.xaxis2.domain, figure.layout.xaxis3.domain]
+    assert all(left[1] < right[0] for left, right in zip(domains, domains[1:]))  # no panel overlaps another
+
+
+def test_the_full_pattern_stays_light_for_long_texts():
+    weights = np.full((100, 100), 0.01)
+    labels = ["<tok>"] * 100
+    figure = full_pattern(weights, labels)
+    trace = figure.data[0]
+    assert trace.z.dtype == np.float32 and trace.z.shape == (100, 100)
+    assert trace.customdata is None and trace.texttemplate is None
+    assert trace.x[7] == "7: &lt;tok&gt;"
+    assert figure.layout.xaxis.showticklabels is False  # 100 names would be unreadable
+
+
+def test_the_neuron_view_shows_query_key_and_products_whose_sum_is_the_score():
+    query, key = STEPS.query[0], STEPS.key[1]
+    figure = neuron_view(query, key, query * key, "<b>I</b>", "love", FEATURES)
+    assert [list(trace.y) for trace in figure.data] == [[3, 1, 5, 4], [6, 2, 4, 1], [18, 2, 20, 4]]
+    assert sum(figure.data[2].y) == STEPS.raw_scores[0, 1] == 44
+    assert figure.data[0].name == "query &lt;b&gt;I&lt;/b&gt;"
+    assert [trace.yaxis for trace in figure.data] == ["y", "y2", "y3"]

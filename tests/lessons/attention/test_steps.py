@@ -1,0 +1,110 @@
+"""One head's steps from any source, one score taken apart, and the window a long text is shown through."""
+
+import math
+
+import pytest
+import torch
+
+from anatomy.attention import scaled_dot_product_attention
+from anatomy.masks import causal_mask
+from anatomy.trace import AttentionTrace
+from lessons.attention import examples as toy
+from lessons.attention.steps import (
+    FOCUS_WINDOW,
+    embedding_self_attention,
+    focus_window,
+    output_contributions,
+    score_anatomy,
+    traced_head_steps,
+)
+from lessons.common.runs import run_encoder
+
+
+def test_embeddings_used_directly_give_the_same_steps_as_identity_projections():
+    direct = embedding_self_attention(toy.APPLE_IPHONES_TOKENS, toy.APPLE_IPHONES_X)
+    projected = toy.apple_iphones()  # X·I for each of Q, K and V
+    for field in ("query", "key", "value", "raw_scores", "scaled_scores", "weights", "output"):
+        assert torch.allclose(getattr(direct, field), getattr(projected, field), rtol=0, atol=1e-12), field
+    assert direct.raw_scores[2].tolist() == [100.0, 95.0, 202.0, 202.0]  # Apple·I, ·love, ·Apple, ·iPhones
+    assert torch.allclose(direct.scaled_scores[2, 2], torch.tensor(202 / math.sqrt(2), dtype=torch.float64))
+
+
+def test_embedding_attention_accepts_float32_model_embeddings_and_computes_in_float64():
+    embeddings = torch.randn(5, 8, dtype=torch.float32, generator=torch.Generator().manual_seed(0))
+    steps = embedding_self_attention(["a", "b", "c", "d", "e"], embeddings)
+    assert steps.weights.dtype == torch.float64
+    assert torch.allclose(steps.weights.sum(-1), torch.ones(5, dtype=torch.float64))
+    assert torch.equal(steps.query, embeddings.double()) and steps.query is steps.key is steps.value
+
+
+@pytest.fixture(scope="module")
+def traced_run(embedded):
+    return run_encoder(embedded.model, embedded.tokenizer, "the cat sat on the mat")
+
+
+def test_a_traced_head_shows_exactly_the_weights_and_outputs_the_model_computed(traced_run):
+    layer, head = 2, 5
+    attention = traced_run.output.trace.layers[layer].attention
+    steps = traced_head_steps(traced_run.tokenized.tokens, attention, head, traced_run.output.trace.layers[layer].input)
+    assert torch.equal(steps.weights, attention.weights[0, head].double())
+    assert torch.equal(steps.output, attention.head_outputs[0, head].double())
+    assert torch.allclose(steps.raw_scores, attention.raw_scores[0, head].double(), rtol=1e-5, atol=1e-4)
+    assert torch.allclose(steps.scaled_scores, steps.raw_scores / math.sqrt(32))  # MiniLM: 384 / 12 heads
+    # The softmax of the recomputed scaled scores is the model's own weights (float32 rounding aside).
+    assert torch.allclose(torch.softmax(steps.scaled_scores, -1), steps.weights, atol=1e-6)
+    assert steps.inputs.shape == (len(traced_run.tokenized), 384)
+    assert steps.tokens[0] == "[CLS]"
+
+
+def test_the_sum_of_a_query_and_key_products_is_their_score():
+    steps = toy.love_mathematics()
+    parts = score_anatomy(steps, query_index=0, key_index=1)
+    assert parts.query.tolist() == [3, 1, 5, 4] and parts.key.tolist() == [6, 2, 4, 1]
+    assert parts.products.tolist() == [18, 2, 20, 4]
+    assert parts.sum_of_products == parts.raw_score == 44.0
+    assert parts.scaled_score == 22.0  # ÷ √4
+    assert parts.weight == pytest.approx(0.970687761, rel=1e-8)
+
+
+def test_the_sum_of_products_matches_a_traced_score_to_float_precision(traced_run):
+    attention = traced_run.output.trace.layers[0].attention
+    steps = traced_head_steps(traced_run.tokenized.tokens, attention, 3, traced_run.output.trace.layers[0].input)
+    parts = score_anatomy(steps, 1, 4)
+    assert parts.sum_of_products == pytest.approx(parts.raw_score, rel=1e-12)
+    assert parts.raw_score == pytest.approx(float(attention.raw_scores[0, 3, 1, 4]), rel=1e-5)
+
+
+def test_the_contributions_to_apples_output_are_half_of_apple_and_half_of_iphones():
+    steps = toy.apple_iphones()
+    contributions = output_contributions(steps, query_index=2)
+    assert torch.allclose(contributions[2:], torch.tensor([[5.5, 4.5], [1.0, 10.0]], dtype=torch.float64))
+    assert torch.allclose(contributions[:2], torch.zeros(2, 2, dtype=torch.float64), atol=1e-30)
+    assert torch.allclose(contributions.sum(0), steps.output[2])
+    assert steps.output[2].tolist() == pytest.approx([6.5, 14.5])
+
+
+@pytest.mark.parametrize(
+    "length, start, expected",
+    [
+        (100, 0, range(FOCUS_WINDOW)),
+        (100, 30, range(30, 30 + FOCUS_WINDOW)),
+        (100, 90, range(100 - FOCUS_WINDOW, 100)),  # slides back to stay full
+        (100, -5, range(FOCUS_WINDOW)),
+        (10, 5, range(10)),  # a short text is shown whole
+    ],
+)
+def test_the_focus_window_stays_inside_the_text(length, start, expected):
+    assert focus_window(length, start) == expected
+
+
+def test_a_masked_trace_marks_every_forbidden_score_minus_infinity():
+    generator = torch.Generator().manual_seed(1)
+    query, key, value = (torch.randn(1, 2, 4, 3, generator=generator) for _ in range(3))  # (B, H, T, d_head)
+    mask = causal_mask(4)[None, None]  # (1, 1, T, T)
+    head_outputs, _ = scaled_dot_product_attention(query, key, value, mask)
+    trace = AttentionTrace(query, key, value, mask, head_outputs, head_outputs, head_outputs)
+    steps = traced_head_steps("abcd", trace, head=1, layer_input=torch.zeros(1, 4, 6))
+    above_diagonal = ~causal_mask(4)
+    assert torch.isneginf(steps.masked_scores[above_diagonal]).all()
+    assert torch.equal(steps.masked_scores[~above_diagonal], steps.scaled_scores[~above_diagonal])
+    assert torch.equal(steps.weights[above_diagonal], torch.zeros(6, dtype=torch.float64))

@@ -1,0 +1,142 @@
+"""The multi-head figures as pure functions: right shapes, the input numbers, escaped labels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lessons.multihead import figures as viz
+
+HOSTILE_TOKEN = "<b>x</b>"
+
+
+def attention(heads: int, tokens: int, seed: int = 0) -> np.ndarray:
+    """(heads, tokens, tokens) random rows that each sum to 1."""
+    scores = np.random.default_rng(seed).normal(size=(heads, tokens, tokens))
+    weights = np.exp(scores)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def test_token_labels_number_repeated_words():
+    assert viz.token_labels(["the", "cat", "the", HOSTILE_TOKEN]) == ["0 the", "1 cat", "2 the", "3 <b>x</b>"]
+    assert viz.bin_labels([(0, 8), (8, 16), (16, 17)]) == ["0–7", "8–15", "16"]
+
+
+def test_head_grid_draws_one_panel_per_head_on_one_shared_colour_scale():
+    maps = attention(12, 5)
+    labels = viz.token_labels(["[CLS]", "a", HOSTILE_TOKEN, "b", "[SEP]"])
+    figure = viz.head_grid(maps, labels, [f"head {head}" for head in range(12)], title="layer 0")
+    heatmaps = [trace for trace in figure.data if trace.type == "heatmap"]
+    assert len(heatmaps) == 12
+    for head, trace in enumerate(heatmaps):
+        np.testing.assert_allclose(trace.z, maps[head], rtol=1e-6)  # float32 on the wire
+        assert trace.coloraxis == "coloraxis"
+    assert figure.layout.coloraxis.cmin == 0.0
+    assert figure.layout.coloraxis.cmax == pytest.approx(maps.max(), rel=1e-6)
+    assert heatmaps[0].x[2] == "2 &lt;b&gt;x&lt;/b&gt;" and "<b>" not in " ".join(heatmaps[0].x)
+    assert [annotation.text for annotation in figure.layout.annotations][:2] == ["head 0", "head 1"]
+    # 12 panels in 3 rows of 4: the fifth panel starts the second row, on its own axes.
+    assert heatmaps[4].xaxis == "x5" and figure.layout.xaxis5.domain[0] == figure.layout.xaxis.domain[0]
+    assert figure.layout.yaxis5.domain[1] < figure.layout.yaxis.domain[0]
+
+
+def test_head_grid_uses_a_given_zmax_and_hides_ticks_of_long_inputs():
+    maps = attention(2, 30)
+    figure = viz.head_grid(maps, viz.token_labels(["w"] * 30), ["a", "b"], zmax=1.0)
+    assert figure.layout.coloraxis.cmax == 1.0
+    assert figure.layout.xaxis.showticklabels is False  # 30 > 24 labels: names move to the hover
+
+
+def test_map_panels_accepts_a_different_length_per_panel():
+    first, second = attention(1, 4)[0], attention(1, 6, seed=1)[0]
+    figure = viz.map_panels(
+        [first, second],
+        [viz.token_labels(list("abcd")), viz.token_labels(list("uvwxyz"))],
+        ["A", "B"],
+        columns=2,
+        zmax=1.0,
+    )
+    assert [np.asarray(trace.z).shape for trace in figure.data] == [(4, 4), (6, 6)]
+    np.testing.assert_allclose(figure.data[1].z, second, rtol=1e-6)
+    assert figure.data[1].y[5] == "5 z"
+
+
+def test_strongest_links_keep_weights_above_the_threshold_strongest_first_up_to_the_cap():
+    weights = np.array([[0.7, 0.2, 0.1], [0.05, 0.9, 0.05], [0.3, 0.3, 0.4]])
+    queries, keys, strengths = viz.strongest_links(weights, threshold=0.25, max_links=10)
+    assert strengths.tolist() == [0.9, 0.7, 0.4, 0.3, 0.3]
+    assert list(zip(queries.tolist(), keys.tolist()))[:3] == [(1, 1), (0, 0), (2, 2)]
+    assert len(viz.strongest_links(weights, threshold=0.25, max_links=2)[0]) == 2
+
+
+def test_head_view_draws_a_line_from_each_query_to_each_strong_key():
+    weights = np.zeros((1, 3, 3))
+    weights[0, 0, 0] = 1.0
+    weights[0, 1, 0], weights[0, 1, 1] = 0.6, 0.4
+    weights[0, 2, 1], weights[0, 2, 2] = 0.05, 0.95
+    figure = viz.head_view(weights, ["[CLS]", HOSTILE_TOKEN, "[SEP]"], heads=[2], threshold=0.1)
+    lines = [trace for trace in figure.data if trace.mode == "lines" and trace.x is not None and len(trace.x) > 1]
+    segments = []
+    for trace in lines:
+        y = np.asarray(trace.y, dtype=float)
+        segments += [(int(y[index]), int(y[index + 1]), trace.opacity) for index in range(0, len(y), 3)]
+        assert np.asarray(trace.x, dtype=float)[:2].tolist() == [0.0, 1.0]  # left column -> right column
+    assert sorted(segment[:2] for segment in segments) == [(0, 0), (1, 0), (1, 1), (2, 2)]  # 0.05 is left out
+    opacity = {segment[:2]: segment[2] for segment in segments}
+    assert opacity[(0, 0)] > opacity[(1, 1)]  # weight 1.0 is drawn darker than weight 0.4
+    legend = [trace.name for trace in figure.data if trace.showlegend is not False and trace.name]
+    assert legend == ["head 2"]
+    token_texts = [trace.text for trace in figure.data if trace.mode == "markers+text"]
+    assert len(token_texts) == 2 and token_texts[0][1] == "&lt;b&gt;x&lt;/b&gt;"
+
+
+def test_head_view_caps_the_number_of_lines_per_head():
+    weights = np.full((2, 40, 40), 1 / 40)
+    figure = viz.head_view(weights, ["w"] * 40, heads=[0, 1], threshold=0.0, max_links=100)
+    drawn = sum(
+        len(trace.x) // 3 for trace in figure.data if trace.mode == "lines" and trace.x is not None and len(trace.x) > 1
+    )
+    assert drawn == 200  # 1600 weights per head above 0, 100 drawn for each of the two heads
+
+
+def test_focus_rows_show_each_sentences_row_as_bars():
+    rows = [np.array([0.1, 0.6, 0.3]), np.array([0.2, 0.2, 0.5, 0.1])]
+    figure = viz.focus_rows(rows, [["a", "flies", "b"], ["c", "d", "flies", HOSTILE_TOKEN]], ["A", "B"])
+    assert [trace.type for trace in figure.data] == ["bar", "bar"]
+    np.testing.assert_allclose(figure.data[1].y, rows[1], rtol=1e-6)
+    assert figure.data[1].x[3] == "3 &lt;b&gt;x&lt;/b&gt;" and figure.data[1].xaxis == "x2"
+
+
+def test_layer_head_map_has_layers_down_and_heads_across():
+    values = np.arange(6.0).reshape(2, 3)
+    figure = viz.layer_head_map(values, "entropy", zmin=0.0, zmax=5.0)
+    np.testing.assert_array_equal(figure.data[0].z, values)
+    assert list(figure.layout.yaxis.ticktext) == ["layer 0", "layer 1"]
+    assert list(figure.layout.xaxis.ticktext) == ["head 0", "head 1", "head 2"]
+
+
+def test_recombination_shows_the_head_blocks_and_their_concatenation():
+    head_outputs = np.arange(12.0).reshape(3, 4) - 6
+    figure = viz.recombination(head_outputs, head_outputs.reshape(-1))
+    top, bottom = figure.data
+    np.testing.assert_array_equal(top.z, head_outputs)
+    np.testing.assert_array_equal(np.asarray(bottom.z)[0], head_outputs.reshape(-1))
+    assert [shape.x0 for shape in figure.layout.shapes] == [3.5, 7.5]  # between heads 0|1 and 1|2
+    assert figure.layout.coloraxis.cmin == -6.0 and figure.layout.coloraxis.cmax == 6.0
+
+
+def test_contribution_bars_grey_out_switched_off_heads():
+    figure = viz.contribution_bars(np.array([1.0, 2.0, 3.0]), heads_off=[1])
+    np.testing.assert_array_equal(figure.data[0].y, [1.0, 2.0, 3.0])
+    assert figure.data[0].marker.color[1] == "#bbbbbb" and figure.data[0].marker.color[0] != "#bbbbbb"
+
+
+def test_similarity_figures_label_each_depth():
+    by_layer = viz.similarity_by_layer(np.array([1.0, 0.9, 0.8]))
+    assert list(by_layer.data[0].x) == ["embeddings", "layer 0", "layer 1"]
+    per_token = viz.token_similarity_map(np.ones((3, 2)), ["a", HOSTILE_TOKEN])
+    assert list(per_token.layout.yaxis.ticktext) == ["embeddings", "after layer 0", "after layer 1"]
+    assert list(per_token.layout.xaxis.ticktext) == ["a", "&lt;b&gt;x&lt;/b&gt;"]
+    # Cosines near 1 get the whole colour range: the scale starts at the smallest value, or 0.99.
+    assert per_token.data[0].zmin == 0.99 and per_token.data[0].zmax == 1.0
+    assert viz.token_similarity_map(np.array([[1.0, 0.95]]), ["a", "b"]).data[0].zmin == 0.95

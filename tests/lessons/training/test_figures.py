@@ -1,0 +1,62 @@
+"""The loss curve: one point per step, on a log axis that spans the planned run, light enough to redraw."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.io as pio
+import pytest
+
+from lessons.training.figures import loss_curve
+from lessons.training.live import moving_average
+
+LOSSES = [3.4, 2.9, 2.2, 1.5, 0.9, 0.4]
+
+
+def test_every_step_is_one_point_starting_at_step_one():
+    figure = loss_curve(LOSSES, planned_steps=100)
+    (steps,) = figure.data
+    assert np.array_equal(steps.y, np.float32(LOSSES)) and steps.y.dtype == np.float32
+    assert (steps.x0, steps.dx, steps.x) == (1, 1, None)  # the step axis is implicit: 4 bytes a point
+
+
+def test_the_step_axis_spans_the_planned_run_so_a_live_curve_grows_into_its_frame():
+    assert loss_curve(LOSSES, planned_steps=1500).layout.xaxis.range == (0, 1501)
+    assert loss_curve(LOSSES, planned_steps=3).layout.xaxis.range == (0, 7)  # never cuts points off
+
+
+def test_the_loss_axis_is_logarithmic_because_it_falls_from_3_4_to_1e_4():
+    assert loss_curve(LOSSES, planned_steps=10).layout.yaxis.type == "log"
+
+
+def test_the_moving_average_is_a_second_line_and_a_uniform_guess_a_dashed_level():
+    chance = math.log(30)
+    figure = loss_curve(LOSSES, 10, smoothed=moving_average(LOSSES, window=2), chance_loss=chance)
+    steps, average = figure.data
+    assert average.y.tolist() == pytest.approx([3.4, 3.15, 2.55, 1.85, 1.2, 0.65], abs=1e-6)
+    (level,) = figure.layout.shapes
+    assert (level.y0, level.y1, level.line.dash) == (pytest.approx(chance), pytest.approx(chance), "dash")
+    assert figure.layout.annotations[0].text == "guessing: 3.40"
+
+
+def test_a_4000_step_curve_with_its_average_is_under_50_kb_to_send(monkeypatch):
+    # The app's own small template (importing streamlit's plotly element switches the default to its own).
+    monkeypatch.setattr(pio.templates, "default", "anatomy")
+    losses = list(np.exp(-np.linspace(0, 9, 4000)) * 3.4)
+    size = len(pio.to_json(loss_curve(losses, 4000, smoothed=moving_average(losses)), validate=False))
+    assert size < 50_000  # 2 × 4000 float32 in base64 is 42,668 bytes; JSON numbers would be ~3×
+
+
+def test_the_loss_axis_ends_just_above_the_highest_line_not_at_a_thousand():
+    figure = loss_curve([3.3, 2.0, 0.5, 0.1], planned_steps=10, chance_loss=3.4)
+    bottom, top = figure.layout.yaxis.range
+    assert bottom is None  # plotly still finds the bottom itself
+    assert 10**top == pytest.approx(3.4 * 1.5)  # the guessing level is the highest line here
+    above_guessing = loss_curve([5.0, 1.0], planned_steps=10, chance_loss=3.4)
+    assert 10 ** above_guessing.layout.yaxis.range[1] == pytest.approx(7.5)
+
+
+def test_the_title_is_set_only_when_given():
+    assert loss_curve(LOSSES, 10).layout.title.text is None
+    assert loss_curve(LOSSES, 10, title="Loss at every step").layout.title.text == "Loss at every step"

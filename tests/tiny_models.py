@@ -1,0 +1,77 @@
+"""Tiny checkpoints built from configs, for tests that need a model of a kind the app does not ship (no
+download: each is drawn from a fixed seed and saved into a temporary folder)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+VOCABULARY = 101
+
+
+def save_wandering_gpt2(folder):
+    """A tiny random GPT-2 (2 layers, 4 heads, width 32) saved in `folder`, drawn with std 0.5 from seed 0."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(
+        vocab_size=VOCABULARY,
+        n_positions=64,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        initializer_range=0.5,
+        bos_token_id=None,
+        eos_token_id=None,
+        attn_implementation="eager",
+    )
+    GPT2LMHeadModel(config).eval().save_pretrained(folder)
+    return folder
+
+
+GPT2_POSITIONS = 64
+GPT2_TEXT = "time flies like an arrow; fruit flies like a banana"
+
+
+def save_tiny_gpt2(folder: Path, positions: int = GPT2_POSITIONS) -> Path:
+    """A random 2-layer, 2-head GPT-2 with a byte-level BPE tokenizer trained offline on the app's corpus.
+
+    Weights are drawn with std 0.5 (GPT-2 uses 0.02) so that next-token distributions are far from uniform
+    and a wrong ranking could not hide among near-ties."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
+
+    from lessons.tokenization.zoo import read_corpus
+
+    end_of_text = "<|endoftext|>"
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(
+        read_corpus(),
+        trainers.BpeTrainer(
+            vocab_size=400,
+            special_tokens=[end_of_text],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
+    tokenizer = GPT2TokenizerFast(
+        tokenizer_object=bpe, bos_token=end_of_text, eos_token=end_of_text, unk_token=end_of_text
+    )
+    tokenizer.save_pretrained(folder)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        config = GPT2Config(
+            vocab_size=len(tokenizer),
+            n_positions=positions,
+            n_embd=32,
+            n_layer=2,
+            n_head=2,
+            initializer_range=0.5,
+            bos_token_id=None,
+            eos_token_id=None,
+        )
+        GPT2LMHeadModel(config).eval().save_pretrained(folder)
+    return folder
