@@ -95,6 +95,7 @@ def test_no_file_edits_the_import_path():
             assert "sys.path" not in path.read_text(encoding="utf-8"), path.relative_to(ROOT)
 
 
+@pytest.mark.slow
 def test_importing_the_transformer_loads_no_ui_library():
     """Not only the source: importing every module of `anatomy` (and the lesson computations) really leaves
     streamlit and plotly unloaded."""

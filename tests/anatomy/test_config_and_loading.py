@@ -83,6 +83,7 @@ def test_parameter_count_equals_a_built_decoder_only_lm(options):
     assert parameter_count(config) == number_of_parameters(DecoderOnlyLM(config))
 
 
+@pytest.mark.slow
 def test_parameter_count_equals_hugging_face_models_of_the_same_config(hf_bert):
     from transformers import GPT2Config, GPT2LMHeadModel
 

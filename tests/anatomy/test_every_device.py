@@ -119,6 +119,7 @@ def test_a_gpt2_decoder_matches_transformers_and_continues_like_the_cpu_on_the_d
     assert ours.generate_greedy(prompt.to(device), max_new_tokens=12).tolist() == expected.tolist()
 
 
+@pytest.mark.slow
 def test_a_live_training_run_learns_on_the_device_from_the_same_first_loss_as_on_the_cpu(device):
     sorter = RECIPES["sorter"]
     settings = live_training.live_settings(sorter, steps=30, learning_rate=3e-3, seed=0)

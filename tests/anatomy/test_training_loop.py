@@ -34,6 +34,7 @@ def same_weights(left: dict, right: dict) -> bool:
     return left.keys() == right.keys() and all(torch.equal(left[name], right[name]) for name in left)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("recipe_name", ["sorter", "reverser"])
 def test_two_short_runs_from_the_same_seeds_give_bit_identical_weights(recipe_name):
     (first, first_run), (second, second_run) = weights_after(recipe_name), weights_after(recipe_name)
@@ -42,6 +43,7 @@ def test_two_short_runs_from_the_same_seeds_give_bit_identical_weights(recipe_na
     assert not same_weights(first, RECIPES[recipe_name].build().state_dict())  # training did change them
 
 
+@pytest.mark.slow
 def test_another_example_seed_or_another_initial_seed_gives_other_weights():
     reference, _ = weights_after("sorter")
     other_examples, _ = weights_after("sorter", seed=2)
@@ -58,6 +60,7 @@ def test_building_and_training_leave_the_global_random_generator_untouched():
     assert torch.equal(torch.rand(3), expected)
 
 
+@pytest.mark.slow
 def test_on_step_sees_every_step_and_the_loss_falls_from_chance():
     seen: list[tuple[int, float]] = []
     _, run = RECIPES["sorter"].train(on_step=lambda step, loss: seen.append((step, loss)), steps=60)

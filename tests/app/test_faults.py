@@ -73,6 +73,7 @@ FAULTS = [
 # Model folders
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_broken_model_folder_gets_a_message_and_the_lesson_runs_on_the_embedded_model(fault, broken_folders):
     app = open_page("pages/multihead.py", text="a broken folder", query={"model": str(broken_folders[fault])})
@@ -171,6 +172,7 @@ def _failing_run(monkeypatch, doomed_text, error_factory):
     monkeypatch.setattr(loaders, "run_encoder", run)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(OUT_OF_MEMORY))
 def test_out_of_memory_ends_that_page_with_a_message_and_the_next_run_works(monkeypatch, kind):
     doomed = f"a huge input that runs out of {kind} memory"
@@ -185,6 +187,7 @@ def test_out_of_memory_ends_that_page_with_a_message_and_the_next_run_works(monk
     assert_clean(open_page("pages/multihead.py", text="another student"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "page, query",
     [

@@ -52,6 +52,7 @@ def test_a_hostile_model_reference_is_shown_escaped_never_as_a_link_or_image():
     assert "\\!\\[x\\]" in error and "\\<b\\>" in error
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_every_lesson_renders_the_default_text_without_an_exception(lesson):
     app = open_page(f"pages/{lesson}.py")
@@ -84,6 +85,7 @@ def test_a_pages_code_is_sent_only_once_its_expander_is_opened_and_is_the_packag
     assert [block.value for block in app.code] == [inspect.getsource(obj).rstrip("\n") for obj in objects]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_every_lesson_survives_empty_and_hostile_text(lesson):
     for name in ("whitespace", "markdown", "script"):

@@ -251,6 +251,7 @@ def test_the_weight_fingerprint_is_shown_only_when_the_server_allows_it(environm
     assert shown.endswith(loaders.shared_model_fingerprint())
 
 
+@pytest.mark.slow
 def test_ablations_and_every_lesson_leave_the_shared_models_weights_bit_for_bit_unchanged(embedded):
     before = loaders.shared_model_fingerprint()
     for page, query in [

@@ -102,6 +102,7 @@ def test_the_outbound_guard_refuses_and_records_a_connection_off_the_machine():
 # The sidebar's text, every entry, on three lessons
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(TEXTS))
 @pytest.mark.parametrize("view", list(SIDEBAR_VIEWS))
 def test_every_hostile_text_in_the_sidebar_is_survived_and_shown_literally(apps, view, name):
@@ -137,6 +138,7 @@ def test_in_hosted_mode_100000_characters_are_refused_at_once_and_kept_in_the_bo
 # The lessons' own fields, a representative selection (the sweep runs every entry)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", REPRESENTATIVE)
 @pytest.mark.parametrize("field", list(PAGE_FIELDS))
 def test_hostile_text_in_a_lessons_own_field_is_survived(apps, field, name):
@@ -166,6 +168,7 @@ def test_hostile_text_in_a_toy_matrix_cell_is_refused_with_a_message_naming_the_
 # Text where numbers are expected: every numeric link parameter of every lesson
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NUMBER_SELECTION)
 @pytest.mark.parametrize("view", list(NUMBER_PARAMETERS))
 def test_text_where_a_link_expects_numbers_falls_back_to_the_defaults(view, name):

@@ -109,6 +109,7 @@ def lesson_link_keys(lesson: str) -> set[str]:
     return {value for name, value in vars(links).items() if name.isupper() and isinstance(value, str)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("link, widgets, tabs", LINKS_OF_TODAY, ids=[link for link, _, _ in LINKS_OF_TODAY])
 def test_a_link_made_before_the_move_opens_the_same_view(link, widgets, tabs):
     path = urlsplit(link)

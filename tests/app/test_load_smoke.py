@@ -74,6 +74,7 @@ def test_trainers_are_spread_over_the_room():
     assert room.trainer_sessions(4, 0) == set()
 
 
+@pytest.mark.slow
 def test_the_server_shows_the_hash_of_the_model_the_link_names(monkeypatch):
     """The load test reads the weights' hashes inside the server: ?fingerprint=1 for the embedded model,
     ?fingerprint=sorter (or another model trained here) for that one."""
@@ -101,6 +102,7 @@ def assert_a_clean_room(figures: dict) -> None:
     assert figures["rss_mb_during_load_min_max_end"][1] < 3_000, figures  # caches are capped
 
 
+@pytest.mark.slow
 def test_four_websocket_students_one_training_for_twenty_seconds_see_only_their_own_results(tmp_path):
     figures = run_room(sessions=4, duration=20, client="websocket", trainers=1, log_path=tmp_path / "server.log")
     assert_a_clean_room(figures)

@@ -4,6 +4,7 @@ its byte budget. (The resident-memory goal itself is measured by benchmarks/cold
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -47,6 +48,7 @@ def assert_trace_recomputes_the_forward(trace):
 # ── the trace ────────────────────────────────────────────────────────────────────────────────────────
 
 
+@pytest.mark.slow
 def test_a_traced_run_holds_no_token_by_token_matrix_and_grows_linearly(embedded):
     texts = {tokens: " ".join(["word"] * (tokens - 2)) for tokens in (50, 100)}
     runs = {tokens: run_encoder(embedded.model, embedded.tokenizer, text) for tokens, text in texts.items()}
@@ -92,6 +94,7 @@ def test_the_feed_forward_activations_a_trace_reports_are_the_ones_the_forward_c
         assert torch.equal(module.feed_forward.contract(activation), layer.feed_forward.output)
 
 
+@pytest.mark.slow
 def test_statistics_computed_one_layer_at_a_time_equal_those_of_the_whole_stack(embedded):
     run = run_encoder(embedded.model, embedded.tokenizer, "time flies like an arrow; fruit flies like a banana")
     cls_keys = head_stats.token_marks(run.tokenized.tokens, "[CLS]")
@@ -153,6 +156,7 @@ def test_a_value_the_cache_released_on_its_own_no_longer_counts():
     assert "released" not in budget and budget.total_bytes == 30
 
 
+@pytest.mark.slow
 def test_the_traced_run_cache_holds_at_most_its_byte_budget(embedded, monkeypatch):
     sentences = [f"sentence number {index} is about {'cats ' * index}" for index in range(6)]
     sizes = [memory.tensor_bytes(run_encoder(embedded.model, embedded.tokenizer, text)) for text in sentences]

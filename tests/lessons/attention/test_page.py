@@ -253,6 +253,7 @@ def test_a_long_text_is_shown_through_a_window_with_the_whole_pattern_one_click_
     assert len(full) == 1 and "texttemplate" not in full[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", HOSTILE_TEXTS)
 def test_hostile_texts_are_shown_literally_and_never_crash(name):
     text = HOSTILE_TEXTS[name]

@@ -44,6 +44,7 @@ def banana(sorter, cheater):
 # --- Generation ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_sorter_writes_banana_sorted_one_confident_token_at_a_time(banana):
     walk = banana["sorter"]
     assert walk.written == walk.expected == "aaabnn" and walk.correct

@@ -68,6 +68,7 @@ def three_masks_app():
     return app
 
 
+@pytest.mark.slow
 def test_the_page_opens_on_the_worked_example_and_runs_only_the_open_tab(default_app, real_head_app, three_masks_app):
     assert default_app.session_state[links.TAB] == WORKED_EXAMPLE
     assert chart_keys(default_app) == ["cm_toy_steps"]
@@ -123,6 +124,7 @@ def test_three_masks_no_mask_is_the_models_own_attention_and_padding_columns_get
     assert three_masks_app.query_params[links.PADS] == "3"
 
 
+@pytest.mark.slow
 def test_every_choice_redraws_the_figures(model_run):
     app = open_tab(REAL_HEAD)
     app.selectbox(key=links.LAYER).set_value(3).run()
@@ -170,6 +172,7 @@ def test_bad_link_values_fall_back_to_the_defaults(query):
     assert numbers(named(chart(app, "cm_compare"), "weight")[1]["z"]).shape == (10, 10)
 
 
+@pytest.mark.slow
 def test_a_long_text_is_shown_through_a_48_token_window_with_the_whole_matrix_one_click_away(embedded):
     app = open_tab(REAL_HEAD, text=LONG_TEXT, query={links.WINDOW_START: "100"})
     assert_clean(app)
@@ -199,6 +202,7 @@ def test_a_long_text_is_shown_through_a_48_token_window_with_the_whole_matrix_on
     assert np.allclose(overview, full, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_without_text_the_real_head_tabs_explain_what_to_type_and_the_others_still_draw():
     for tab in (REAL_HEAD, THREE_MASKS):
         app = open_tab(tab, text="")
@@ -210,6 +214,7 @@ def test_without_text_the_real_head_tabs_explain_what_to_type_and_the_others_sti
     assert chart_keys(open_tab(TRAINED, text="")) == ["cm_sorter_heads", "cm_sorter_next", "cm_sorter_step"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(HOSTILE_TEXTS))
 def test_hostile_text_is_never_rendered_and_never_crashes(name):
     text = HOSTILE_TEXTS[name]

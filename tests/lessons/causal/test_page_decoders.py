@@ -82,6 +82,7 @@ def default_app():
 # --- The sorter ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_by_default_the_sorter_sorts_banana_and_the_page_says_it_is_right(default_app, shipped):
     assert default_app.text_input(key=links.WORD).value == "banana"
     assert default_app.query_params[links.WORD] == "banana"
@@ -97,6 +98,7 @@ def test_by_default_the_sorter_sorts_banana_and_the_page_says_it_is_right(defaul
     assert steps.loc[3, "runner-up"] == "a" and steps.loc[3, "runner-up probability"] == pytest.approx(0.0224, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_every_layer_and_head_of_the_sorter_is_drawn_on_one_scale_with_nothing_above_the_diagonal(default_app, shipped):
     spec = chart(default_app, "cm_sorter_heads")
     expected = walk(shipped, "sorter", "banana").generation.final_attention
@@ -117,6 +119,7 @@ def test_every_layer_and_head_of_the_sorter_is_drawn_on_one_scale_with_nothing_a
     assert shares.loc["layer 1"].tolist() == pytest.approx([4 / 6, 4 / 6])  # measured on banana
 
 
+@pytest.mark.slow
 def test_the_next_token_heatmap_and_the_step_slider_show_the_probabilities_of_each_step(shipped):
     expected = walk(shipped, "sorter", "banana").generation
     app = open_tab(TRAINED, query={links.STEP: "3"})
@@ -138,6 +141,7 @@ def test_the_next_token_heatmap_and_the_step_slider_show_the_probabilities_of_ea
     assert app.query_params[links.STEP] == "6"
 
 
+@pytest.mark.slow
 def test_another_word_in_the_link_is_sorted_and_its_steps_renumbered(shipped):
     app = open_tab(TRAINED, query={links.WORD: "zebra", links.STEP: "9"})  # 6 steps: step 9 falls back to 0
     assert_clean(app)
@@ -206,6 +210,7 @@ def test_the_cheater_puts_weight_above_the_diagonal_and_the_page_says_how_much(c
     ) in text
 
 
+@pytest.mark.slow
 def test_the_teacher_forced_losses_of_both_models_are_computed_live_on_the_word(cheater_app, shipped):
     honest, cheater = (walk(shipped, name, "banana").teacher_forced for name in ("sorter", "sorter-cheater"))
     losses = frame(cheater_app, "loss on the answer's letters")
@@ -375,6 +380,7 @@ def test_a_long_text_is_cut_to_the_gpt2s_positions_with_a_notice(gpt2_folder, re
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(HOSTILE_TEXTS))
 def test_hostile_sidebar_text_through_the_gpt2_is_never_rendered_and_never_crashes(gpt2_folder, name):
     text = HOSTILE_TEXTS[name]

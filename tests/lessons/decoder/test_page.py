@@ -68,6 +68,7 @@ def test_each_tab_draws_only_its_own_figures(generation_app):
     assert open_tab("no such tab").session_state[links.TAB] == links.ATTENTIONS
 
 
+@pytest.mark.slow
 def test_the_three_attentions_on_screen_are_the_ones_anatomy_computes(default_app, reverser):
     lesson = reverse_word(reverser.model, reverser.task, "decoder")
     encoder, decoder, cross = (head_grids(chart(default_app, key)) for key in CHARTS[:3])
@@ -92,6 +93,7 @@ def test_the_outlined_cells_are_the_anti_diagonal_and_the_text_counts_them(defau
     assert "0.988 in head 0, 0.958 in head 1" in text  # mean weight on the mirror
 
 
+@pytest.mark.slow
 def test_the_steps_table_is_greedy_generation_as_task_predict_writes_it(generation_app, reverser):
     steps = table_with(generation_app, "writes")
     assert steps["writes"].tolist() == ["r", "e", "d", "o", "c", "e", "d", "<eos>"]
@@ -127,6 +129,7 @@ def test_another_word_from_the_link(reverser):
     assert any("olleh" in item.value for item in app.success)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("linked", ["hello1", "hi", "x" * 100, "<b>bold</b>", "attention"])
 def test_a_link_value_the_reverser_cannot_read_falls_back_to_the_default(linked):
     app = open_page(PAGE, query={links.WORD: linked})
@@ -159,6 +162,7 @@ BAD_ENTRIES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BAD_ENTRIES))
 def test_a_bad_entry_gets_a_message_stays_in_its_box_and_is_never_rendered(name):
     entry = BAD_ENTRIES[name]

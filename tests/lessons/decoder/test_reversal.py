@@ -36,6 +36,7 @@ def held_out(reverser):
     return reverser.task.sample_words(40, torch.Generator().manual_seed(HELD_OUT_SEED))
 
 
+@pytest.mark.slow
 def test_cross_attention_is_rectangular_t_by_s_and_each_row_sums_to_one(lesson):
     assert lesson.cross_attention.shape == (2, 8, 7)  # (H, T, S): 8 decoder steps, 7 letters
     assert torch.allclose(lesson.cross_attention.sum(dim=-1), torch.ones(2, 8), atol=1e-6)

@@ -220,6 +220,7 @@ def test_the_same_seed_gives_pre_and_post_ln_the_same_weights_whatever_the_globa
     assert pre[0].feed_forward.expand.weight.abs().max().item() <= bound
 
 
+@pytest.mark.slow
 def test_pre_ln_grows_the_main_path_while_post_ln_holds_it_at_root_d(embedded, traced):
     embeddings = traced.output.trace.embeddings.output
     pre = stack_analysis.main_path_growth(embeddings, embedded.config, "pre")
@@ -271,6 +272,7 @@ def test_an_untrained_head_is_seeded_and_shaped_num_labels_by_width():
     assert not torch.equal(head.weight, stack_analysis.untrained_classifier(384, 3, seed=1).weight)
 
 
+@pytest.mark.slow
 def test_the_head_computes_what_a_sequence_classifier_built_on_the_same_weights_computes(embedded, traced):
     before = {name: tensor.clone() for name, tensor in embedded.model.state_dict().items()}
     head = stack_analysis.untrained_classifier(384, 4)

@@ -106,6 +106,7 @@ def test_the_last_layer_and_head_are_reachable_from_a_link(traced):
     np.testing.assert_allclose(heatmaps(app)[1]["z"], traced.attention_weights[5, 11].cpu().numpy(), rtol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layer, head", [("6", "12"), ("-1", "-1"), ("abc", "1.5"), ("99", "")])
 def test_invalid_tab_layer_and_head_in_a_link_fall_back_to_the_first(traced, layer, head):
     app = open_page(PAGE, text=TEXT, query={links.TAB: "nonsense", links.LAYER: layer, links.HEAD: head})
@@ -116,6 +117,7 @@ def test_invalid_tab_layer_and_head_in_a_link_fall_back_to_the_first(traced, lay
     assert app.query_params[links.LAYER] == "0" and app.query_params[links.HEAD] == "0"
 
 
+@pytest.mark.slow
 def test_a_long_text_is_pooled_in_the_overview_and_windowed_at_full_resolution(served):
     long_run = run_encoder(served.model, served.tokenizer, LONG_TEXT)
     num_tokens = len(long_run.tokenized)
@@ -223,6 +225,7 @@ def test_hostile_sentences_are_never_rendered_as_markdown():
 # Layer norm placement
 
 
+@pytest.mark.slow
 def test_the_main_path_and_the_untrained_demonstration_are_computed_not_asserted(served, traced):
     app = open_tab(links.LAYER_NORM, {links.LAYER: "2"})
     assert_clean(app)
@@ -320,6 +323,7 @@ def test_the_parameter_table_adds_up_to_the_loaded_model(embedded):
 # The code behind each tab
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tab", links.TABS)
 def test_every_tab_shows_the_packages_own_code_for_it_and_for_the_block(tab):
     app = open_tab(tab)
@@ -336,6 +340,7 @@ def test_every_tab_shows_the_packages_own_code_for_it_and_for_the_block(tab):
 # Hostile text in the sidebar
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(HOSTILE_TEXTS))
 def test_hostile_text_never_reaches_markdown(name):
     app = open_page(PAGE, text=HOSTILE_TEXTS[name])

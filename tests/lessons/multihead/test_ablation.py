@@ -39,6 +39,7 @@ def with_output_columns_zeroed(model: Encoder, layer: int, heads, head_width: in
     return copied
 
 
+@pytest.mark.slow
 def test_switching_heads_off_leaves_the_shared_model_bit_identical(embedded, run):
     before = state_hash(embedded.model)
     ablation.ablate_heads(embedded.model, run.output.trace, layer=1, heads_off=[0, 5, 11])
@@ -47,6 +48,7 @@ def test_switching_heads_off_leaves_the_shared_model_bit_identical(embedded, run
     assert torch.equal(again.output.last_hidden_state, run.output.last_hidden_state)
 
 
+@pytest.mark.slow
 def test_switching_nothing_off_reproduces_the_original_outputs(embedded, run):
     for layer in (0, 3, 5):
         result = ablation.ablate_heads(embedded.model, run.output.trace, layer=layer, heads_off=[])
@@ -67,6 +69,7 @@ def test_switching_a_head_off_changes_its_layer_and_everything_after_it(embedded
     assert result.heads_off == (7,) and result.layer == 2
 
 
+@pytest.mark.slow
 def test_switching_heads_off_equals_zeroing_their_columns_of_w_o_in_a_copy(embedded, run):
     heads, layer = [2, 9], 1
     result = ablation.ablate_heads(embedded.model, run.output.trace, layer=layer, heads_off=heads)

@@ -30,6 +30,7 @@ def flies(embedded):
     return runs
 
 
+@pytest.mark.slow
 def test_the_attention_shift_of_a_word_is_half_the_l1_distance_of_its_rows_in_every_head(flies):
     weights = [run.output.trace.layers[3].attention.weights[0] for run in flies]  # (H, T, T) each
     shift = comparison.word_attention_shift(*weights, (2, 2))

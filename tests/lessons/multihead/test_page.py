@@ -124,6 +124,7 @@ def test_invalid_url_values_fall_back_to_the_defaults(bad):
     assert app.multiselect(key=links.HEADS).value == [2, 3] and app.slider(key=links.THRESHOLD).value == 0.1
 
 
+@pytest.mark.slow
 def test_two_sentences_show_where_the_shared_word_looks_in_each(embedded):
     app = open_page(PAGE, text=TEXT, query={links.TAB: links.TWO_SENTENCES, links.LAYER: "3", links.HEAD: "11"})
     assert_clean(app)
@@ -215,6 +216,7 @@ def strings_in(figure: dict) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(HOSTILE_TEXTS))
 def test_hostile_text_is_never_rendered(name):
     hostile = HOSTILE_TEXTS[name]
@@ -237,6 +239,7 @@ def test_hostile_text_is_never_rendered(name):
         assert any("&lt;" in label for label in labels)  # the tokens are there, escaped
 
 
+@pytest.mark.slow
 def test_a_long_text_is_pooled_to_64_with_full_resolution_and_a_head_view_window_one_click_away(embedded):
     long_text = " ".join(["the cat sat on the mat"] * 17)  # 102 words + [CLS] and [SEP] = 104 tokens
     long_run = run_encoder(embedded.model, embedded.tokenizer, long_text)

@@ -62,6 +62,7 @@ def test_the_page_opens_on_the_formula_and_its_curves_alone():
     assert open_tab("no such tab").session_state[links.TAB] == CURVES
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tab, charts", [(CURVES, 1), (TABLE, 2), (SIMILARITY, 4), (PROPERTIES, 0)])
 def test_only_the_open_tab_is_drawn(tab, charts):
     app = open_tab(tab)
@@ -193,6 +194,7 @@ def test_a_link_restores_every_choice():
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "query",
     [
@@ -252,6 +254,7 @@ def test_bad_numbers_typed_in_are_explained_and_kept_until_fixed():
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(HOSTILE_TEXTS))
 def test_hostile_text_only_changes_the_token_count(name, embedded):
     text = HOSTILE_TEXTS[name]

@@ -82,6 +82,7 @@ def compared():
     return app
 
 
+@pytest.mark.slow
 def test_only_the_open_tab_is_drawn_and_the_link_names_it(opened, looked_up, compared):
     assert chart_keys(opened) == ["highlight"]
     assert chart_keys(looked_up) == ["embedding"]
@@ -172,6 +173,7 @@ def test_a_second_sentence_gets_token_type_one(embedded):
     assert set(shapes["shape [batch, tokens, width]"]) == {"[1, 8, 384]"}
 
 
+@pytest.mark.slow
 def test_the_link_restores_tab_pair_toggle_view_dims_and_vocabulary(embedded):
     query = {
         links.PAIR: "Why?",
@@ -277,6 +279,7 @@ def test_text_that_makes_no_tokens_gets_a_message_and_a_blank_pair_is_ignored():
     assert app.text_input(key=links.PAIR).value == "   "
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(HOSTILE_TEXTS))
 def test_hostile_text_in_the_sidebar_and_the_pair_field_is_shown_never_rendered(name):
     text = HOSTILE_TEXTS[name]

@@ -70,6 +70,7 @@ def test_the_learning_rates_offered_include_every_recipes_own_and_span_a_hundred
 # --- Training and scoring ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_live_run_trains_a_fresh_model_scores_it_and_leaves_the_shipped_file_alone():
     weights_file = SORTER.folder / "model.safetensors"
     before = hashlib.sha256(weights_file.read_bytes()).hexdigest()

@@ -51,6 +51,7 @@ def file_hash(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.slow
 def test_twenty_steps_draw_twenty_finite_losses_and_score_the_model_kept_in_this_session(not_hosted):
     folder = RECIPES["sorter"].folder
     shared_before = loaders.weights_fingerprint(loaders.get_model(str(folder)).model)
@@ -76,6 +77,7 @@ def test_twenty_steps_draw_twenty_finite_losses_and_score_the_model_kept_in_this
     assert training_slots.slot_is_free()
 
 
+@pytest.mark.slow
 def test_a_link_sets_model_steps_rate_and_seed_and_the_reverser_shows_its_cross_attention(not_hosted):
     app = train(
         {links.MODEL: "reverser", links.STEPS: "40", links.LEARNING_RATE: "0.01", links.SEED: "7", links.WORD: "planet"}
@@ -119,6 +121,7 @@ def test_malformed_or_out_of_range_link_values_fall_back_to_the_defaults(not_hos
     assert app.segmented_control(key=links.MODEL).value == "sorter"
 
 
+@pytest.mark.slow
 def test_a_word_the_model_cannot_read_gets_a_reason_shown_literally_and_no_crash(not_hosted):
     app = train({links.STEPS: "20", links.WORD: "<b>x"})
     (problem,) = [item.value for item in app.warning]
@@ -126,6 +129,7 @@ def test_a_word_the_model_cannot_read_gets_a_reason_shown_literally_and_no_crash
     assert len(plotly_figures(app)) == 1  # the loss curve only
 
 
+@pytest.mark.slow
 def test_after_a_run_every_representative_hostile_word_gets_a_message_and_nothing_is_rendered(not_hosted):
     app = train({links.STEPS: "20"})
     task = RECIPES["sorter"].task
@@ -145,6 +149,7 @@ def test_after_a_run_every_representative_hostile_word_gets_a_message_and_nothin
     assert refused >= len(REPRESENTATIVE) - 2  # all but the texts cut into plain words
 
 
+@pytest.mark.slow
 def test_while_another_training_holds_the_slot_the_page_waits_then_refuses_politely(not_hosted):
     not_hosted.setattr(training_slots, "WAIT_LIMIT_S", 0.6)
     app = open_page(PAGE, query={links.STEPS: "20"})
@@ -168,6 +173,7 @@ def test_a_run_stopped_by_streamlit_mid_training_gives_its_slot_back_and_keeps_n
     assert training_slots.slot_is_free()
 
 
+@pytest.mark.slow
 def test_the_live_curve_is_redrawn_a_few_times_a_second_not_after_every_step(not_hosted):
     from lessons.training import figures
 
@@ -229,6 +235,7 @@ def test_the_slot_is_given_back_when_the_script_is_stopped_inside_the_block_or_w
     assert training_slots.slot_is_free()
 
 
+@pytest.mark.slow
 def test_the_cheaters_result_explains_its_low_loss_and_its_future_reading_attention(not_hosted):
     app = train({links.MODEL: "sorter-cheater", links.STEPS: "20"})
     text = "\n".join(item.value for item in app.markdown)
