@@ -34,7 +34,7 @@ if lesson is not None:
     ui.show_steps(lesson, step, show_all, window, (query_index, key_index))
     ui.show_neuron_view(lesson, query_index, key_index)
     if source == "apple":
-        ui.show_apple_correction(lesson)
+        ui.show_apple_moves(lesson)
     ui.show_full_pattern(lesson)
 
 widgets.show_source(scaled_dot_product_attention, *SOURCE_CODE[source], score_anatomy)

@@ -216,7 +216,8 @@ def neuron_view(
         )
         layout_name = "yaxis" if axis == "y" else f"yaxis{axis[1:]}"
         figure.update_layout({layout_name: dict(domain=domain, title=axis_title, anchor="x", zeroline=True)})
-    figure.update_xaxes(type="category", title="feature", showticklabels=len(features) <= 64)
+    # The three panels share one feature axis, drawn once, under the bottom panel.
+    figure.update_xaxes(type="category", title="feature", showticklabels=len(features) <= 64, anchor="y3")
     figure.update_layout(showlegend=False, bargap=0.15)
     return style(figure, title, height=460)
 

@@ -35,8 +35,8 @@ class CellProblem:
 
     @property
     def message(self) -> str:
-        """The problem in words, with 1-based row and column numbers as a reader counts them."""
-        return f"{self.matrix}, row {self.row + 1}, column {self.column + 1}: {self.reason}"
+        """The problem in words, rows and columns counted from 0 as everywhere in the app (and in the editor)."""
+        return f"{self.matrix}, row {self.row}, column {self.column}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -106,3 +106,37 @@ def _as_text(cell: object) -> str:
 def _quoted(cell: object) -> str:
     text = _as_text(cell).strip()
     return f"“{text[:20]}…”" if len(text) > 20 else f"“{text}”"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Matrices in a link: "X:0,2,0,1;1,1,2,1;1,0,2,0|W_Q:..." (only the ones that differ from their starting values)
+
+MATRIX_SEPARATOR, NAME_SEPARATOR, ROW_SEPARATOR, ENTRY_SEPARATOR = "|", ":", ";", ","
+
+
+def encode_matrices(matrices: dict[str, Tensor], starting: dict[str, Tensor]) -> str:
+    """The matrices that differ from their starting values, as link text ("" when none does)."""
+    parts = []
+    for name, values in matrices.items():
+        if not torch.equal(values, starting[name]):
+            rows = ROW_SEPARATOR.join(
+                ENTRY_SEPARATOR.join(format_number(float(v)) for v in row) for row in values.tolist()
+            )
+            parts.append(f"{name}{NAME_SEPARATOR}{rows}")
+    return MATRIX_SEPARATOR.join(parts)
+
+
+def decode_matrices(text: str, shapes: dict[str, tuple[int, int]]) -> dict[str, list[list[str]]]:
+    """Link text back into the cells of each matrix it names; ValueError when it is not what
+    `encode_matrices` writes for these shapes, or holds a number the editor would refuse."""
+    cells: dict[str, list[list[str]]] = {}
+    for part in filter(None, text.split(MATRIX_SEPARATOR)):
+        name, _, rows_text = part.partition(NAME_SEPARATOR)
+        if name not in shapes or name in cells:
+            raise ValueError(f"no matrix {name!r} to set here")
+        rows = [row.split(ENTRY_SEPARATOR) for row in rows_text.split(ROW_SEPARATOR)]
+        parsed = parse_matrix(name, rows, shapes[name])
+        if parsed.values is None:
+            raise ValueError(parsed.problems[0].message)
+        cells[name] = matrix_cells(parsed.values)
+    return cells

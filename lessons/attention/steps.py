@@ -135,4 +135,5 @@ def numbered_labels(tokens) -> tuple[str, ...]:
 
 
 def feature_labels(width: int) -> tuple[str, ...]:
-    return tuple(str(index + 1) for index in range(width))
+    """'0', '1', ...: features are counted from 0 too."""
+    return tuple(str(index) for index in range(width))

@@ -18,7 +18,7 @@ from lessons.attention.figures import (
     score_matrix,
     step_matrix,
 )
-from lessons.attention.matrix_input import matrix_cells, parse_matrix
+from lessons.attention.matrix_input import decode_matrices, encode_matrices, matrix_cells, parse_matrix
 from lessons.attention.steps import (
     FOCUS_WINDOW,
     HeadLesson,
@@ -43,6 +43,7 @@ TOY_MATRICES = {  # name shown → (starting values, what its rows are)
     "W_V": (examples.LOVE_MATHEMATICS_W_V, None),
 }
 _GENERATION, _CELLS = "att_toy_generation", "att_toy_cells"  # editor reset counter; edits kept across sources
+_LINKED_CELLS = "att_toy_linked"  # the matrices last taken from a link (taken once)
 
 
 # ----- the four sources ---------------------------------------------------------------------------------
@@ -58,9 +59,10 @@ def lesson_from(source: str, context: StudyContext) -> HeadLesson | None:
 
 
 def toy_lesson() -> HeadLesson | None:
-    """The "I love mathematics" example, every entry of X, W_Q, W_K and W_V editable."""
+    """The "I love mathematics" example, every entry of X, W_Q, W_K and W_V editable, the edits in the link."""
     st.markdown(text.TOY_INTRO)
     st.button(text.TOY_RESET, icon=":material/restart_alt:", key="att_reset", on_click=_reset_toy)
+    _cells_from_the_link()
     generation = st.session_state.setdefault(_GENERATION, 0)
     kept = st.session_state.setdefault(_CELLS, {})
     parsed = []
@@ -69,8 +71,10 @@ def toy_lesson() -> HeadLesson | None:
         with column:
             st.latex(name)
             cells = kept.get(name) or matrix_cells(seed)
-            rows = list(row_labels or [f"row {index + 1}" for index in range(seed.size(0))])
-            frame = pd.DataFrame(cells, index=rows, columns=[str(index + 1) for index in range(seed.size(1))])
+            rows = list(
+                numbered_labels(row_labels) if row_labels else [f"row {index}" for index in range(seed.size(0))]
+            )
+            frame = pd.DataFrame(cells, index=rows, columns=[str(index) for index in range(seed.size(1))])
             edited = st.data_editor(
                 frame,
                 key=f"att_edit_{generation}_{name}",
@@ -81,29 +85,58 @@ def toy_lesson() -> HeadLesson | None:
             parsed.append(parse_matrix(name, kept[name], (seed.size(0), seed.size(1))))
     problems = [problem for matrix in parsed for problem in matrix.problems]
     if problems:
+        linked.unpublish(links.TOY_MATRICES)
         listed = "\n".join(f"- {escape_markdown(problem.message)}" for problem in problems)
         st.error(
-            f"Some entries are not usable numbers yet, so nothing below is recomputed.\n\n{listed}",
+            f"Some entries are not usable numbers yet, so nothing below is recomputed (and the link does not "
+            f"carry the matrices until they are).\n\n{listed}",
             icon=":material/edit_off:",
         )
         return None
-    # No problems: every matrix has its values (the `if` only tells the type checker so).
-    inputs, w_query, w_key, w_value = [matrix.values for matrix in parsed if matrix.values is not None]
-    steps = examples.single_head_steps(examples.LOVE_MATHEMATICS_TOKENS, inputs, w_query, w_key, w_value)
-    return HeadLesson(steps, steps.tokens, feature_labels(steps.query.size(-1)), text.TOY_PROJECTION, False, "toy")
+    values = {matrix.name: matrix.values for matrix in parsed if matrix.values is not None}
+    edits = encode_matrices(values, {name: seed for name, (seed, _) in TOY_MATRICES.items()})
+    if edits:
+        linked.publish(links.TOY_MATRICES, edits)
+    else:
+        linked.unpublish(links.TOY_MATRICES)
+    steps = examples.single_head_steps(
+        examples.LOVE_MATHEMATICS_TOKENS, values["X"], values["W_Q"], values["W_K"], values["W_V"]
+    )
+    return HeadLesson(
+        steps, numbered_labels(steps.tokens), feature_labels(steps.query.size(-1)), text.TOY_PROJECTION, False, "toy"
+    )
+
+
+def _cells_from_the_link() -> None:
+    """Matrices a link carries replace the editors' contents (new editor keys make the browser redraw them)."""
+    shapes = {name: (seed.size(0), seed.size(1)) for name, (seed, _) in TOY_MATRICES.items()}
+    cells = linked.bind(
+        links.TOY_MATRICES,
+        None,
+        parse=lambda raw: decode_matrices(raw, shapes),
+        fits=lambda value: value is None or isinstance(value, dict),
+        requirement="matrices of the toy's shapes, written by this app",
+    )
+    if cells is not None and cells is not st.session_state.get(_LINKED_CELLS):
+        st.session_state[_LINKED_CELLS] = cells
+        st.session_state[_CELLS] = {name: [list(row) for row in rows] for name, rows in cells.items()}
+        st.session_state[_GENERATION] = st.session_state.get(_GENERATION, 0) + 1
 
 
 def _reset_toy() -> None:
     """New editor keys: the browser's editors forget their edits only when their identity changes."""
     st.session_state[_GENERATION] = st.session_state.get(_GENERATION, 0) + 1
     st.session_state[_CELLS] = {}
+    linked.set_value(links.TOY_MATRICES, None)
 
 
 def apple_lesson() -> HeadLesson:
     """Two hand-made features per word, no projections."""
     st.markdown(text.APPLE_INTRO)
     steps = examples.apple_iphones()
-    return HeadLesson(steps, steps.tokens, examples.APPLE_IPHONES_FEATURES, r"Q = K = V = X", True, "apple")
+    return HeadLesson(
+        steps, numbered_labels(steps.tokens), examples.APPLE_IPHONES_FEATURES, r"Q = K = V = X", True, "apple"
+    )
 
 
 def text_lesson(context: StudyContext, source: str) -> HeadLesson | None:
@@ -153,7 +186,7 @@ def _head_steps(reference: str, text: str, layer: int, head: int):
 def choose_focus(lesson: HeadLesson) -> tuple[int, bool, range, int, int]:
     """The step shown (or emphasised among all five), the window of tokens, and the query/key cell followed."""
     tokens = range(len(lesson.labels))
-    slider, back, forward, everything = st.columns([7, 1, 1, 2], vertical_alignment="bottom")
+    slider, back, forward, everything = st.columns([6, 1, 1, 3], vertical_alignment="bottom")
     step = linked.select_slider(
         "Step",
         links.STEP,
@@ -323,7 +356,7 @@ def show_neuron_view(lesson: HeadLesson, query_index: int, key_index: int) -> No
             show_table(frame, f"{lesson.file_stem}_query{query_index}_key{key_index}")
 
 
-def show_apple_correction(lesson: HeadLesson) -> None:
+def show_apple_moves(lesson: HeadLesson) -> None:
     steps = lesson.steps
     apple = steps.tokens.index("Apple")
     computed, weights, values = steps.output[apple].tolist(), steps.weights[apple].tolist(), steps.value.tolist()

@@ -141,3 +141,13 @@ def test_aligned_lines_keep_every_space_and_their_fences_outrun_any_backticks_in
     assert plain == "` reads\u00a0\u00a0\u00a0a\u00a0\u00a0b `"  # markdown would fold plain spaces into one
     assert with_backticks.startswith("``` ") and with_backticks.endswith(" ```")  # the line's run is two long
     assert "<b>$z$</b>" in with_backticks  # inside a code span: shown as typed, never rendered
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_a_model_that_cannot_be_used_is_named_at_the_top_of_the_lesson_not_only_in_the_sidebar(lesson):
+    app = open_page(f"pages/{lesson}.py", query={"model": "/no/such/folder"})
+    assert_clean(app)
+    (notice,) = [item.value for item in app.main.error if "No folder at" in item.value]
+    assert "runs on the embedded all-MiniLM-L6-v2" in notice
+    first = app.main.children[0]
+    assert first.type == "alert" or "No folder at" in str(first.value), "the notice comes first"

@@ -154,14 +154,14 @@ def test_hostile_text_in_a_lessons_own_field_is_survived(apps, field, name):
 def test_hostile_text_in_a_toy_matrix_cell_is_refused_with_a_message_naming_the_cell(apps, name):
     app = apps("toy", "pages/attention.py", {"att_source": "toy"})
     cells = [row[:] for row in SEED_X]
-    cells[1][2] = TEXTS[name]
+    cells[1][2] = TEXTS[name]  # row 1, column 2, counting from 0 as the page does
     app.session_state["att_toy_cells"] = {"X": cells}
     outbound, _ = run_guarded(app)
     assert problems_after(app, TEXTS[name]) == []
     assert not outbound
     if name != "number_only":  # "42" is a number: it is used
         (error,) = [item.value for item in app.error]
-        assert "row 2, column 3" in error and "nothing below is recomputed" in error
+        assert "X, row 1, column 2" in error and "nothing below is recomputed" in error
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -186,3 +186,18 @@ def test_the_positional_lesson_says_which_link_value_it_could_not_use():
     assert_clean(app)
     warnings = " ".join(item.value for item in app.warning)
     assert "width d must be a whole number" in warnings and "base must be a number greater than 1" in warnings
+
+
+def _page_with_html(body: str) -> None:
+    import streamlit as st
+
+    st.html(body)
+
+
+@pytest.mark.parametrize(
+    ("body", "refused"),
+    [("<style>.st-key-a { color: red; }</style>", False), ("<b>bold</b>", True), ("<style></style><b>x</b>", True)],
+)
+def test_the_only_raw_html_a_page_may_draw_is_a_style_sheet(body, refused):
+    app = AppTest.from_function(_page_with_html, args=(body,)).run()
+    assert bool(problems_after(app, "")) is refused

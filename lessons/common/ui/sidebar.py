@@ -32,6 +32,7 @@ class StudyContext:
     reference: str  # the model reference actually in use ("" = embedded default)
     pretrained: PretrainedModel
     text: str  # exactly as typed
+    model_problem: str | None = None  # why the model asked for could not be used (the embedded one stands in)
 
     @property
     def has_text(self) -> bool:
@@ -61,12 +62,12 @@ def render() -> StudyContext:
                 help="Leave empty for the embedded all-MiniLM-L6-v2, or give a local folder or a Hugging Face "
                 "hub id of a BERT-family model (from this machine's cache).",
             )
-        reference, pretrained = _load_or_stop(st.session_state[_MODEL].strip())
+        reference, pretrained, model_problem = _load_or_stop(st.session_state[_MODEL].strip())
         _describe(pretrained)
         refusal = settings.text_problem(st.session_state[_TEXT])
         if refusal:
             st.error(escape_markdown(refusal), icon=":material/content_cut:")
-    context = StudyContext(reference, pretrained, st.session_state[_TEXT])
+    context = StudyContext(reference, pretrained, st.session_state[_TEXT], model_problem)
     if not linked.publish_text(_TEXT, context.text):
         st.sidebar.caption(
             f"This text ({len(context.text):,} characters) is too long to travel in a link: a link copied now "
@@ -82,9 +83,17 @@ def render() -> StudyContext:
 
 
 def current() -> StudyContext:
-    """The context the sidebar computed for this run (pages call this first)."""
+    """The context the sidebar computed for this run. Pages call this first: it also makes sure the run went
+    through app.py, and says at the top of the lesson when the model asked for could not be used (the sidebar,
+    which says it too, may be closed or below the fold)."""
     ensure_entrypoint()
-    return st.session_state["_context"]
+    context: StudyContext = st.session_state["_context"]
+    if context.model_problem:
+        st.error(
+            f"{escape_markdown(context.model_problem)} This lesson runs on the embedded {DEFAULT_MODEL_NAME} instead.",
+            icon=":material/error:",
+        )
+    return context
 
 
 def _settings_or_stop() -> HostingSettings:
@@ -127,8 +136,9 @@ def _choose_allowed_model(settings: HostingSettings) -> None:
     )
 
 
-def _load_or_stop(reference: str) -> tuple[str, PretrainedModel]:
-    """The model in use and its reference ("" when the embedded model stands in for a failed one)."""
+def _load_or_stop(reference: str) -> tuple[str, PretrainedModel, str | None]:
+    """The model in use, its reference ("" when the embedded model stands in for a failed one) and why the one
+    asked for failed (None when it did not)."""
     try:
         pretrained, problem = try_get_model(reference or DEFAULT_MODEL_NAME)
     except ModelLoadError as error:  # the embedded model itself is broken: no page can run
@@ -144,7 +154,7 @@ def _load_or_stop(reference: str) -> tuple[str, PretrainedModel]:
     fallback = device_problem()
     if fallback:
         st.warning(f"{escape_markdown(fallback)} Running on the CPU instead.", icon=":material/memory:")
-    return reference, pretrained
+    return reference, pretrained, problem
 
 
 def _describe(pretrained: PretrainedModel) -> None:

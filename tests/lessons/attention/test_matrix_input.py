@@ -6,7 +6,15 @@ import pytest
 import torch
 
 from lessons.attention.examples import LOVE_MATHEMATICS_W_Q, LOVE_MATHEMATICS_X
-from lessons.attention.matrix_input import LARGEST_ENTRY, format_number, matrix_cells, parse_matrix, parse_number
+from lessons.attention.matrix_input import (
+    LARGEST_ENTRY,
+    decode_matrices,
+    encode_matrices,
+    format_number,
+    matrix_cells,
+    parse_matrix,
+    parse_number,
+)
 
 
 def test_the_seed_matrices_survive_a_round_trip_through_text():
@@ -53,22 +61,22 @@ def test_the_largest_allowed_entry_is_accepted_and_keeps_every_step_finite():
     assert torch.isfinite(query @ query.T).all()
 
 
-def test_every_bad_cell_is_named_by_matrix_row_and_column_counted_from_one():
+def test_every_bad_cell_is_named_by_matrix_row_and_column_counted_from_zero_as_the_editor_shows_them():
     cells = matrix_cells(LOVE_MATHEMATICS_W_Q)
     cells[0][0], cells[1][2], cells[3][3] = "abc", "", "1e999"
     parsed = parse_matrix("W_Q", cells, (4, 4))
     assert not parsed.ok and parsed.values is None
     assert [problem.message for problem in parsed.problems] == [
-        "W_Q, row 1, column 1: “abc” is not a number",
-        "W_Q, row 2, column 3: the cell is empty; type a number",
-        "W_Q, row 4, column 4: “1e999” is too large; keep entries between −1,000,000 and 1,000,000",
+        "W_Q, row 0, column 0: “abc” is not a number",
+        "W_Q, row 1, column 2: the cell is empty; type a number",
+        "W_Q, row 3, column 3: “1e999” is too large; keep entries between −1,000,000 and 1,000,000",
     ]
     assert [problem.text for problem in parsed.problems] == ["abc", "", "1e999"]  # kept for the learner
 
 
 def test_a_long_bad_entry_is_shortened_in_the_message():
     parsed = parse_matrix("X", [["x" * 200]], (1, 1))
-    assert parsed.problems[0].message == f"X, row 1, column 1: “{'x' * 20}…” is not a number"
+    assert parsed.problems[0].message == f"X, row 0, column 0: “{'x' * 20}…” is not a number"
 
 
 def test_a_grid_of_the_wrong_shape_is_a_problem_not_an_exception():
@@ -79,3 +87,21 @@ def test_a_grid_of_the_wrong_shape_is_a_problem_not_an_exception():
 
 def test_numbers_are_written_back_without_needless_decimals():
     assert [format_number(value) for value in (2.0, -3.0, 0.5, 1e-7)] == ["2", "-3", "0.5", "1e-07"]
+
+
+def test_edited_matrices_travel_in_a_link_and_come_back_as_the_same_cells():
+    starting = {"X": LOVE_MATHEMATICS_X, "W_Q": LOVE_MATHEMATICS_W_Q}
+    edited_x = LOVE_MATHEMATICS_X.clone()
+    edited_x[0, 0], edited_x[2, 3] = 5, -0.25
+    text = encode_matrices({"X": edited_x, "W_Q": LOVE_MATHEMATICS_W_Q}, starting)
+    assert text == "X:5,2,0,1;1,1,2,1;1,0,2,-0.25"  # only the matrix that changed
+    assert decode_matrices(text, {"X": (3, 4), "W_Q": (4, 4)}) == {"X": matrix_cells(edited_x)}
+    assert encode_matrices(starting, starting) == ""
+
+
+@pytest.mark.parametrize(
+    "text", ["X:1,2", "Y:1,2,3,4;1,2,3,4;1,2,3,4", "X:a,b,c,d;1,1,1,1;1,1,1,1", "X:1e999,0,0,0;0,0,0,0;0,0,0,0"]
+)
+def test_a_link_with_matrices_of_the_wrong_shape_name_or_numbers_is_refused(text):
+    with pytest.raises(ValueError):
+        decode_matrices(text, {"X": (3, 4)})

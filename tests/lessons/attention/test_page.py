@@ -91,7 +91,7 @@ def test_the_toy_example_shows_its_numbers_step_by_step():
 
 def test_editing_a_cell_recomputes_every_step():
     app = open_page(PAGE, query={links.STEP: "4"})
-    edit(app, "X", {0: {"1": "5"}})  # X[0][0]: 0 → 5
+    edit(app, "X", {0: {"0": "5"}})  # X[0][0]: 0 → 5
     assert_clean(app)
     edited_x = toy.LOVE_MATHEMATICS_X.clone()
     edited_x[0, 0] = 5
@@ -111,21 +111,21 @@ def test_editing_a_cell_recomputes_every_step():
 
 def test_bad_cells_are_named_inline_the_edits_stay_and_fixing_them_recomputes():
     app = open_page(PAGE)
-    edit(app, "W_Q", {0: {"1": "abc"}, 1: {"2": ""}, 2: {"3": "1e999"}, 3: {"4": "nan"}})
+    edit(app, "W_Q", {0: {"0": "abc"}, 1: {"1": ""}, 2: {"2": "1e999"}, 3: {"3": "nan"}})
     assert_clean(app)
     (message,) = [error.value for error in app.error]
-    for cell in ("row 1, column 1", "row 2, column 2", "row 3, column 3", "row 4, column 4"):
+    for cell in ("row 0, column 0", "row 1, column 1", "row 2, column 2", "row 3, column 3"):
         assert f"W\\_Q, {cell}" in message.replace("\\:", ":")
     assert app.session_state["att_toy_cells"]["W_Q"][0][0] == "abc"  # what was typed is kept
     assert not any(frame.value.index.name == "Q" for frame in app.dataframe)  # nothing computed from it
-    edit(app, "W_Q", {0: {"1": "2"}, 1: {"2": "0"}, 2: {"3": "0"}, 3: {"4": "0"}})  # the seed's values
+    edit(app, "W_Q", {0: {"0": "2"}, 1: {"1": "0"}, 2: {"2": "0"}, 3: {"3": "0"}})  # the starting values
     assert not app.error
     assert np.array_equal(table(app, "Q"), toy.love_mathematics().query.cpu().numpy())
 
 
 def test_a_hostile_cell_is_quoted_escaped_and_reset_brings_the_seed_back():
     app = open_page(PAGE)
-    edit(app, "X", {1: {"2": "<b>**x**</b>"}})
+    edit(app, "X", {1: {"1": "<b>**x**</b>"}})
     assert_clean(app)
     assert "<b>" not in all_markdown(app) and "**x**" not in all_markdown(app)
     app.button(key="att_reset").click().run()
@@ -136,7 +136,7 @@ def test_a_hostile_cell_is_quoted_escaped_and_reset_brings_the_seed_back():
 
 def test_edits_survive_a_visit_to_another_source():
     app = open_page(PAGE)
-    edit(app, "X", {0: {"1": "5"}})
+    edit(app, "X", {0: {"0": "5"}})
     app.segmented_control(key=links.SOURCE).set_value("apple").run()
     app.segmented_control(key=links.SOURCE).set_value("toy").run()
     assert_clean(app)
@@ -267,3 +267,39 @@ def test_hostile_texts_are_shown_literally_and_never_crash(name):
     for fragment in (text.strip(), "<b>", "<script>", "![pic]", "$x^2$"):
         if fragment and fragment in text:
             assert fragment not in all_markdown(app)
+
+
+def test_edited_toy_matrices_travel_in_the_link_and_a_link_brings_them_back():
+    app = open_page(PAGE, query={links.STEP: "1"})
+    edit(app, "X", {0: {"0": "5"}})
+    assert app.query_params[links.TOY_MATRICES] == "X:5,2,0,1;1,1,2,1;1,0,2,0"
+    shared = open_page(PAGE, query={links.STEP: "1", links.TOY_MATRICES: app.query_params[links.TOY_MATRICES]})
+    assert_clean(shared)
+    assert table(shared, "Q")[0].tolist() == [13.0, 1.0, 5.0, 4.0]  # (5, 2, 0, 1) · W_Q, as edited
+    assert not shared.warning
+
+
+def test_while_a_cell_is_not_a_number_the_link_does_not_pretend_to_carry_the_matrices():
+    app = open_page(PAGE)
+    edit(app, "X", {0: {"0": "5"}})
+    assert links.TOY_MATRICES in app.query_params
+    edit(app, "X", {0: {"0": "five"}})
+    assert links.TOY_MATRICES not in app.query_params
+    assert "the link does not carry the matrices" in app.error[0].value
+
+
+def test_a_link_with_unusable_matrices_says_so_and_shows_the_starting_values():
+    app = open_page(PAGE, query={links.STEP: "1", links.TOY_MATRICES: "X:1,2|nonsense"})
+    assert_clean(app)
+    assert any("cannot be used" in warning.value for warning in app.warning)
+    assert np.array_equal(table(app, "Q"), toy.love_mathematics().query.cpu().numpy())
+
+
+def test_tokens_rows_and_features_are_all_counted_from_zero():
+    app = open_page(PAGE)
+    assert app.selectbox(key=links.QUERY).value == 1
+    assert app.selectbox(key=links.QUERY).format_func(1) == "1: love"
+    assert "Query 1 against key 2" in all_markdown(app)
+    assert list(table(app, "Q").shape) == [3, 4]
+    frame = [f.value for f in app.dataframe if f.value.index.name == "Q"][0]
+    assert list(frame.columns) == ["0", "1", "2", "3"] and list(frame.index) == ["0: I", "1: love", "2: mathematics"]
