@@ -13,7 +13,7 @@ import streamlit as st
 from anatomy.models import DecoderOnlyLM
 from anatomy.training.recipes import RECIPES
 from anatomy.training.tasks import SortingTask
-from lessons.causal import decoding, links, masking, text
+from lessons.causal import chart_ui, decoding, links, masking, text
 from lessons.causal import decoding_figures as figures
 from lessons.causal import figures as mask_figures
 from lessons.common import hosting
@@ -365,7 +365,7 @@ def show_language_model_head(context, run: decoding.TextContinuation, layer: int
     weights = run.attention[layer, head]
     window = masking.focus_window(len(tokens), window_start)
     inputs = (context.reference, context.text, layer, head, window.start)
-    widgets.show_figure(
+    chart_ui.show_figure(
         "cm_lm_head",
         inputs,
         lambda: mask_figures.weights_figure(

@@ -12,10 +12,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from lessons.causal.figures import compact, token_names
-from lessons.common.plots import ATTENTION_SCALE, safe_label, style
+from lessons.causal.figures import CELL_FONT, compact, finish_panels, panel_grid, styled, token_axes, token_names
+from lessons.common.plots import ATTENTION_SCALE, safe_label
 
 CHOSEN_COLOUR = "#5B4BDB"  # the token greedy decoding takes
 OTHER_COLOUR = "#B9B2F0"  # the candidates it passed over
@@ -46,20 +45,13 @@ def layer_head_grid(
     show_edge: bool = True,
 ) -> go.Figure:
     """(L, H, T, T) weights as an L × H grid of heatmaps (layer l is row l, head h column h, both from 0),
-    on one shared 0–1 colour scale, with the hovered cell's layer, head, query, key and weight."""
+    on one shared 0–1 colour scale, with the hovered cell's layer, head, query, key and weight. Keys are
+    labelled once, over the first layer; queries once per layer, at the left."""
     weights = compact(attention)
     layers, heads, num_tokens = weights.shape[0], weights.shape[1], weights.shape[2]
     names = token_names(labels, positions)
     titles = [f"layer {layer} · head {head}" for layer in range(layers) for head in range(heads)]
-    figure = make_subplots(
-        rows=layers,
-        cols=heads,
-        subplot_titles=titles,
-        shared_xaxes=True,
-        shared_yaxes=True,
-        horizontal_spacing=0.04,
-        vertical_spacing=0.08,
-    )
+    figure, height = panel_grid(titles, heads, num_tokens)
     for layer in range(layers):
         for head in range(heads):
             figure.add_trace(
@@ -79,8 +71,7 @@ def layer_head_grid(
                 row=layer + 1,
                 col=head + 1,
             )
-    figure.update_xaxes(type="category", tickangle=-60 if num_tokens > 8 else 0, automargin=True)
-    figure.update_yaxes(type="category", autorange="reversed", automargin=True)
+    token_axes(figure, names)
     if show_edge:
         for panel in range(1, layers * heads + 1):
             suffix = _axis_suffix(panel)
@@ -92,8 +83,7 @@ def layer_head_grid(
                 line=dict(color=EDGE_COLOUR, width=1.5),
             )
     figure.update_layout(coloraxis=dict(colorscale=ATTENTION_SCALE, cmin=0.0, cmax=1.0, colorbar=dict(title="weight")))
-    height = int(min(1100, max(520, layers * (150 + 18 * num_tokens))))
-    return style(figure, title, height=height)
+    return finish_panels(figure, title, height, None)
 
 
 def next_token_heatmap(
@@ -123,14 +113,14 @@ def next_token_heatmap(
             ygap=1,
             text=ticks.tolist(),
             texttemplate="%{text}",
-            textfont=dict(color="white"),
+            textfont=dict(CELL_FONT, color="white"),
             colorbar=dict(title="probability"),
             hovertemplate="%{y}<br>next token %{x}<br>probability = %{z:.4g}<extra></extra>",
         )
     )
     figure.update_xaxes(type="category", automargin=True, title="next token")
     figure.update_yaxes(type="category", autorange="reversed", automargin=True)
-    return style(figure, title, height=int(min(640, 190 + 34 * len(rows))))
+    return styled(figure, title, int(min(640, 190 + 34 * len(rows))))
 
 
 def candidates_figure(
@@ -159,7 +149,7 @@ def candidates_figure(
     )
     figure.update_xaxes(range=[0, 1.12], title="probability", automargin=True)
     figure.update_yaxes(type="category", autorange="reversed", automargin=True)
-    return style(figure, title, height=int(150 + 28 * len(values)))
+    return styled(figure, title, int(150 + 28 * len(values)))
 
 
 def target_loss_figure(
@@ -191,4 +181,4 @@ def target_loss_figure(
     figure.update_xaxes(type="category", automargin=True)
     figure.update_yaxes(type="log", title="−log p(true next token)", exponentformat="power", automargin=True)
     figure.update_layout(legend=dict(orientation="h", y=-0.3))
-    return style(figure, title, height=400)
+    return styled(figure, title, 400)

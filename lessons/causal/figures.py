@@ -7,10 +7,16 @@ removed, and the numbers the page sends stay finite.
 Every matrix here is self-attention, so rows and columns share one list of tokens. Each token is named
 by its position and its text ("3 flies"): a repeated word keeps its own row, and the name doubles as the
 hover text, so no per-cell label array has to be sent.
+
+Numbers are written in the cells at CELL_FONT_SIZE or not at all. A figure cannot know how wide it will be
+drawn, so it writes the numbers only when they fit a desktop, and records in its layout's meta how wide the
+chart must be for them (`NUMBERS_FROM_PX`); the page hides them on narrower screens, where the hover and the
+tables still give every value.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,8 +31,15 @@ ALLOWED, FORBIDDEN = "✓", "✗"
 FORBIDDEN_COLOUR = "#b8b8c0"  # neutral grey: "no score here", distinct from every value colour
 ALLOWED_COLOUR = "#6a51a3"  # the purple of the attention scale
 MASK_COLOURS = [[0.0, FORBIDDEN_COLOUR], [0.5, FORBIDDEN_COLOUR], [0.5, ALLOWED_COLOUR], [1.0, ALLOWED_COLOUR]]
-MAX_CELLS_WITH_TEXT = 16 * 16  # beyond this, numbers written in the cells of a full-width figure are unreadable
-MAX_PANEL_CELLS_WITH_TEXT = 9 * 9  # the same for one panel of a row of three or four
+CELL_FONT_SIZE = 12  # px: a number written in a cell is never smaller (readable without zooming)
+CELL_FONT = dict(size=CELL_FONT_SIZE)
+DIGIT_WIDTH = 0.56  # of the font size: one character of "0.97" or "−1.25" in the app's sans-serif
+CELL_PADDING = 8  # px a cell keeps free around its number
+LABEL_ROOM = 140  # px of a chart's width that row labels and a colour bar take
+DESKTOP_CHART = 820  # px: a chart's width on a desktop (1280 px window, Streamlit's centred column)
+NUMBERS_FROM_PX = "numbers_from_px"  # layout.meta key: the narrowest chart whose cells hold their numbers
+TITLE_CHARACTERS = 42  # characters of a title line that fit a phone's chart (358 px, bold 16 px)
+TITLE_LINE_PX = 22
 
 
 @dataclass(frozen=True)
@@ -51,18 +64,46 @@ def token_names(labels: Sequence[str], positions: Sequence[int] | None = None) -
     return [f"{position} {safe_label(label)}" for position, label in zip(positions, labels)]
 
 
-def _show_text(values: np.ndarray, show_values: bool | None, limit: int = MAX_CELLS_WITH_TEXT) -> bool:
-    """Write the numbers in the cells when asked to, or by default when the cells are big enough."""
-    return values.size <= limit if show_values is None else show_values
+def wrapped(title: str, width: int = TITLE_CHARACTERS) -> str:
+    """A long title broken into lines (plotly's <br>) short enough for a phone; a short one as it is."""
+    return "<br>".join(textwrap.wrap(title, width))
 
 
-def _token_axes(figure: go.Figure, names: list[str], row: int | None = None, col: int | None = None) -> None:
+def styled(figure: go.Figure, title: str, height: int) -> go.Figure:
+    """The app's look, with the title wrapped and the figure taller by the title's extra lines."""
+    lines = wrapped(title)
+    extra = TITLE_LINE_PX * lines.count("<br>")
+    figure = style(figure, lines, height=height + extra)
+    if extra:  # plotly hangs a title from its first line: the lines under it need the room above
+        figure.update_layout(title_pad_t=figure.layout.title.pad.t + extra)
+    return figure
+
+
+def width_for_numbers(columns_across: int, characters: int, reserved: int = LABEL_ROOM) -> int:
+    """The narrowest chart (px) whose cells hold a number of `characters` characters at CELL_FONT_SIZE, for a
+    chart `columns_across` cells wide (all its panels together) that keeps `reserved` px for labels."""
+    cell = characters * DIGIT_WIDTH * CELL_FONT_SIZE + CELL_PADDING
+    return int(reserved + columns_across * cell)
+
+
+def _numbers_fit(needed_px: int, show_values: bool | None) -> bool:
+    """Write the numbers when asked to, or by default when a desktop has room for them."""
+    return needed_px <= DESKTOP_CHART if show_values is None else show_values
+
+
+def _record_numbers(figure: go.Figure, needed_px: int) -> None:
+    """Tell the page how wide the chart must be for the numbers written in its cells."""
+    figure.update_layout(meta={NUMBERS_FROM_PX: needed_px})
+
+
+def token_axes(figure: go.Figure, names: list[str], row: int | None = None, col: int | None = None) -> None:
     """Keys (the tokens attended to) across the top, queries (the tokens attending) down the side, first
-    token at the top left, as matrices are written on paper."""
+    token at the top left, as matrices are written on paper. Key labels stand upright where they fit and turn
+    to read upwards where they do not (plotly chooses by the width it is drawn at, and leaves out every other
+    label only where even upright ones would overlap: on a phone)."""
     where = dict(row=row, col=col) if row is not None else {}
-    crowded = len(names) > 8 or max(map(len, names), default=0) > 6
-    figure.update_xaxes(type="category", side="top", tickangle=-60 if crowded else 0, **where)
-    figure.update_yaxes(type="category", autorange="reversed", **where)
+    figure.update_xaxes(type="category", side="top", autotickangles=[0, -90], automargin=True, **where)
+    figure.update_yaxes(type="category", autorange="reversed", automargin=True, **where)
 
 
 def _height(rows: int) -> int:
@@ -71,8 +112,8 @@ def _height(rows: int) -> int:
 
 
 def _finish(figure: go.Figure, names: list[str], title: str) -> go.Figure:
-    _token_axes(figure, names)
-    return style(figure, title, height=_height(len(names)))
+    token_axes(figure, names)
+    return styled(figure, title, _height(len(names)))
 
 
 def _mask_trace(mask, names: list[str], show: bool) -> go.Heatmap:
@@ -91,13 +132,17 @@ def _mask_trace(mask, names: list[str], show: bool) -> go.Heatmap:
         ygap=1,
         text=text,
         texttemplate="%{text}" if show else None,
-        textfont=dict(color="white", size=15),
+        textfont=dict(CELL_FONT, color="white"),
         hovertemplate="query %{y}<br>key %{x}<br>%{z} (1 = may attend, 0 = forbidden)<extra></extra>",
     )
 
 
-def _score_traces(scores, names: list[str], show: bool, coloraxis: str) -> list[go.Heatmap]:
-    """Two layers: grey "−∞" cells where the mask forbids, the finite scores everywhere else."""
+def _score_traces(
+    scores, names: list[str], show: bool, coloraxis: str, show_minus_infinity: bool | None = None
+) -> list[go.Heatmap]:
+    """Two layers: grey "−∞" cells where the mask forbids, the finite scores everywhere else. The numbers are
+    written when `show`, the short "−∞" also when `show_minus_infinity` (default: with the numbers)."""
+    marked = show if show_minus_infinity is None else show_minus_infinity
     values = compact(scores)
     forbidden = np.isneginf(values)
     minus_infinity_cells = go.Heatmap(
@@ -109,8 +154,9 @@ def _score_traces(scores, names: list[str], show: bool, coloraxis: str) -> list[
         showscale=False,
         xgap=1,
         ygap=1,
-        text=np.where(forbidden, MINUS_INFINITY, "").tolist() if show else None,
-        texttemplate="%{text}" if show else None,
+        text=np.where(forbidden, MINUS_INFINITY, "").tolist() if marked else None,
+        texttemplate="%{text}" if marked else None,
+        textfont=CELL_FONT,
         hovertemplate=f"query %{{y}}<br>key %{{x}}<br>score = {MINUS_INFINITY} (masked)<extra></extra>",
     )
     score_cells = go.Heatmap(
@@ -122,6 +168,7 @@ def _score_traces(scores, names: list[str], show: bool, coloraxis: str) -> list[
         xgap=1,
         ygap=1,
         texttemplate="%{z:.2f}" if show else None,
+        textfont=CELL_FONT,
         hovertemplate="query %{y}<br>key %{x}<br>score = %{z:.4f}<extra></extra>",
     )
     return [minus_infinity_cells, score_cells]
@@ -137,38 +184,91 @@ def _weights_trace(weights, names: list[str], show: bool, coloraxis: str) -> go.
         xgap=1,
         ygap=1,
         texttemplate="%{z:.2f}" if show else None,
+        textfont=CELL_FONT,
         hovertemplate="query %{y}<br>key %{x}<br>weight = %{z:.4g}<extra></extra>",
     )
 
 
-def _score_scale(*score_matrices) -> dict:
+def _score_scale(*score_matrices, show_scale: bool = True) -> dict:
     """One diverging colour scale, centred on 0 and wide enough for every finite score shown."""
     finite = [values[np.isfinite(values)] for values in map(compact, score_matrices)]
     reach = max((float(np.abs(values).max()) for values in finite if values.size), default=1.0)
-    return dict(colorscale=DIVERGING_SCALE, cmid=0.0, cmin=-reach, cmax=reach, colorbar=dict(title="score"))
+    return dict(
+        colorscale=DIVERGING_SCALE,
+        cmid=0.0,
+        cmin=-reach,
+        cmax=reach,
+        showscale=show_scale,
+        colorbar=dict(title="score"),
+    )
 
 
 def _weight_scale(show_scale: bool = True) -> dict:
     return dict(colorscale=ATTENTION_SCALE, cmin=0.0, cmax=1.0, showscale=show_scale, colorbar=dict(title="weight"))
 
 
-def _side_by_side(titles: Sequence[str], same_rows: bool = False) -> go.Figure:
-    """One row of panels; panels over the same tokens share their query labels (drawn once, at the left)."""
-    return make_subplots(
-        rows=1,
-        cols=len(titles),
+def widest_number(*matrices, number_format: str = ".2f") -> int:
+    """Characters of the widest finite value of the matrices as the cells write it ("−0.54": 5)."""
+    finite = [values[np.isfinite(values)] for values in map(compact, matrices)]
+    return max((len(format(float(value), number_format)) for values in finite for value in values), default=1)
+
+
+TITLE_GAP_PX = 56  # between two rows of panels: the upper panels' titles go there
+# A row of panels keeps its whole width for the panels: its colour bar lies under them, at the right.
+COLOUR_BAR_ROW_PX = 50
+COLOUR_BAR_UNDER = dict(
+    orientation="h",
+    x=1,
+    xanchor="right",
+    len=180,
+    lenmode="pixels",
+    thickness=12,
+    y=0,
+    yref="container",
+    yanchor="bottom",
+    ypad=6,
+    title=dict(side="right"),
+)
+
+
+def panel_height(rows: int, columns: int) -> int:
+    """A panel's height (px): about one readable label per row, about square on a desktop."""
+    return int(min(max(30 * rows, 560 / columns), 700 / columns))
+
+
+def panel_grid(
+    titles: Sequence[str], columns: int, rows_per_panel: int, column_widths: Sequence[float] | None = None
+) -> tuple[go.Figure, int]:
+    """Panels over the same queries, `columns` to a row, and the figure's height (px). The query labels are
+    drawn once per row of panels, at the left; on a grid of several rows, whose panels also share their keys,
+    the key labels once per column, on top. Each panel's title goes underneath it (the keys are on top)."""
+    rows = -(-len(titles) // columns)
+    plots = rows * panel_height(rows_per_panel, columns) + (rows - 1) * TITLE_GAP_PX
+    figure = make_subplots(
+        rows=rows,
+        cols=columns,
         subplot_titles=list(titles),
-        shared_yaxes=same_rows,
-        horizontal_spacing=0.03 if same_rows else 0.08,
+        shared_yaxes=True,
+        shared_xaxes=rows > 1,
+        horizontal_spacing=0.03,
+        vertical_spacing=TITLE_GAP_PX / plots if rows > 1 else 0.0,
+        column_widths=list(column_widths) if column_widths else None,
     )
+    if rows > 1:
+        figure.update_xaxes(showticklabels=False)
+        figure.update_xaxes(showticklabels=True, row=1)
+    for index, annotation in enumerate(figure.layout.annotations):
+        panel = figure.get_subplot(index // columns + 1, index % columns + 1)
+        annotation.update(y=panel.yaxis.domain[0], yanchor="top", yshift=-4)
+    # Above: the key labels (up to ~90 px upright) and the figure's title; below: the last panels' titles.
+    return figure, plots + 150
 
 
-def _finish_side_by_side(figure: go.Figure, title: str, panels: int) -> go.Figure:
-    # About square panels on a wide page (~1000 px of plots), plus room for the rotated token labels.
-    styled = style(figure, title, height=int(1000 / panels) + 170)
-    # The key labels sit on top of each panel, so the panel titles go underneath.
-    styled.update_annotations(y=0, yanchor="top", yshift=-6)
-    return styled.update_layout(margin=dict(t=110, b=40))
+def finish_panels(figure: go.Figure, title: str, height: int, needed_px: int | None) -> go.Figure:
+    if needed_px is not None:
+        _record_numbers(figure, needed_px)
+    figure.update_coloraxes(colorbar=COLOUR_BAR_UNDER)
+    return styled(figure, title, height + COLOUR_BAR_ROW_PX).update_layout(margin=dict(b=50 + COLOUR_BAR_ROW_PX))
 
 
 def steps_figure(
@@ -181,26 +281,37 @@ def steps_figure(
     positions: Sequence[int] | None = None,
     show_values: bool | None = None,
 ) -> go.Figure:
-    """The masking recipe left to right: the mask, the scores, the scores with −∞ filled in, and
-    (when given) the softmax of each row. Both score panels share one colour scale."""
+    """The masking recipe: the mask, the scores, the scores with −∞ filled in, and (when given) the softmax
+    of each row, in reading order: three in a row, or four as a 2 × 2 grid so that each panel keeps room
+    for its numbers. Both score panels share one colour scale.
+
+    The cells carry ✓/✗, −∞ and the numbers when a desktop has room for them; the colour bars are left
+    out where the numbers say it all."""
     names = token_names(labels, positions)
-    show = _show_text(compact(scores), show_values, MAX_PANEL_CELLS_WITH_TEXT)
+    columns = 2 if weights is not None else 3
+    across = columns * len(names)  # cells side by side in one row of panels
+    characters = widest_number(scores, masked_scores, *([] if weights is None else [weights]))
+    numbers_px = width_for_numbers(across, characters, reserved=LABEL_ROOM // 2)
+    glyphs_px = width_for_numbers(across, len(MINUS_INFINITY))  # ✓, ✗ and −∞
+    show = _numbers_fit(numbers_px, show_values)
+    show_glyphs = show or _numbers_fit(glyphs_px, show_values)
     titles = ["1 · the mask", "2 · scores QKᵀ/√d", "3 · scores + mask"]
     if weights is not None:
         titles.append("4 · softmax rows")
-    figure = _side_by_side(titles, same_rows=True)
-    figure.add_trace(_mask_trace(mask, names, show), row=1, col=1)
-    for column, matrix in ((2, scores), (3, masked_scores)):
-        figure.add_traces(_score_traces(matrix, names, show, "coloraxis"), rows=1, cols=column)
-    layout = dict(coloraxis=_score_scale(scores, masked_scores))
+    else:  # a third of the width: room for short lines only
+        titles = ["1 · the<br>mask", "2 · scores<br>QKᵀ/√d", "3 · scores<br>+ mask"]
+    figure, height = panel_grid(titles, columns, len(names))
+    figure.add_trace(_mask_trace(mask, names, show_glyphs), row=1, col=1)
+    for (row, column), matrix in zip(((1, 2), (2, 1) if columns == 2 else (1, 3)), (scores, masked_scores)):
+        figure.add_traces(_score_traces(matrix, names, show, "coloraxis", show_glyphs), rows=row, cols=column)
+    layout = dict(coloraxis=_score_scale(scores, masked_scores, show_scale=not show))
     if weights is not None:
-        figure.add_trace(_weights_trace(weights, names, show, "coloraxis2"), row=1, col=4)
-        # the numbers are written in the cells; a second colour bar would sit on top of the first
-        layout["coloraxis2"] = _weight_scale(show_scale=not show)
+        figure.add_trace(_weights_trace(weights, names, show, "coloraxis2"), row=2, col=2)
+        layout["coloraxis2"] = _weight_scale(show_scale=False)  # the score scale's bar sits there
     figure.update_layout(**layout)
-    for column in range(1, len(titles) + 1):
-        _token_axes(figure, names, row=1, col=column)
-    return _finish_side_by_side(figure, title, len(titles))
+    token_axes(figure, names)
+    needed = numbers_px if show else glyphs_px if show_glyphs else None
+    return finish_panels(figure, title, height, needed)
 
 
 def weights_figure(
@@ -213,22 +324,33 @@ def weights_figure(
     """Attention weights on the fixed 0–1 scale, so that figures can be compared by colour."""
     names = token_names(labels, positions)
     values = compact(weights)
-    figure = go.Figure(_weights_trace(values, names, _show_text(values, show_values), "coloraxis"))
+    needed = width_for_numbers(len(names), widest_number(values))
+    show = _numbers_fit(needed, show_values)
+    figure = go.Figure(_weights_trace(values, names, show, "coloraxis"))
     figure.update_layout(coloraxis=_weight_scale())
+    if show:
+        _record_numbers(figure, needed)
     return _finish(figure, names, title)
 
 
 def compare_figure(panels: Sequence[Panel], title: str = "", show_values: bool | None = None) -> go.Figure:
-    """Several attention matrices side by side on one shared 0–1 colour scale."""
-    figure = _side_by_side([panel.title for panel in panels])
-    for column, panel in enumerate(panels, start=1):
+    """Several attention matrices side by side on one shared 0–1 colour scale. Their rows share one axis
+    (drawn once, at the left): a panel with more tokens than the others (a padded text) adds rows at the
+    bottom, and panels are as wide as their number of keys, so every cell has the same size."""
+    widths = [len(panel.labels) for panel in panels]
+    figure, height = panel_grid([panel.title for panel in panels], len(panels), max(widths), column_widths=widths)
+    values = [compact(panel.weights) for panel in panels]
+    needed = width_for_numbers(sum(widths), widest_number(*values))
+    show = _numbers_fit(needed, show_values)
+    rows: list[str] = []
+    for column, (panel, matrix) in enumerate(zip(panels, values), start=1):
         names = token_names(panel.labels, panel.positions)
-        values = compact(panel.weights)
-        show = _show_text(values, show_values, MAX_PANEL_CELLS_WITH_TEXT)
-        figure.add_trace(_weights_trace(values, names, show, "coloraxis"), row=1, col=column)
-        _token_axes(figure, names, row=1, col=column)
+        rows += [name for name in names if name not in rows]
+        figure.add_trace(_weights_trace(matrix, names, show, "coloraxis"), row=1, col=column)
+    token_axes(figure, rows)
+    figure.update_yaxes(categoryorder="array", categoryarray=rows)
     figure.update_layout(coloraxis=_weight_scale())
-    return _finish_side_by_side(figure, title, len(panels))
+    return finish_panels(figure, title, height, needed if show else None)
 
 
 def overview_figure(weights, title: str = "") -> go.Figure:
@@ -248,4 +370,4 @@ def overview_figure(weights, title: str = "") -> go.Figure:
     )
     figure.update_xaxes(side="top", title="key position")
     figure.update_yaxes(autorange="reversed", title="query position", scaleanchor="x")
-    return style(figure, title, height=720)
+    return styled(figure, title, 720)

@@ -15,7 +15,7 @@ import streamlit as st
 
 from anatomy.masks import causal_mask
 from lessons.attention import examples
-from lessons.causal import decoders_ui, links, masking, text
+from lessons.causal import chart_ui, decoders_ui, links, masking, text
 from lessons.causal import figures as mask_figures
 from lessons.common.plots import as_array
 from lessons.common.runs import EncoderRun
@@ -62,7 +62,7 @@ def show_worked_example() -> None:
     st.subheader("A worked 4 × 4 example")
     st.markdown(text.WORKED_EXAMPLE)
     section = worked_example_section()
-    st.plotly_chart(section.figures["steps"], key="cm_toy_steps")
+    chart_ui.show_chart(section.figures["steps"], "cm_toy_steps")
     st.dataframe(section.tables["weights"], key="cm_toy_table")
     st.markdown(text.worked_example_rows(section.numbers["weights"]))
     widgets.download_csv(section.tables["weights"], "causal_mask_worked_example.csv", key="cm_toy_csv")
@@ -207,8 +207,8 @@ def show_causal_on_real_head(context, run, layer: int, head: int, window_start: 
     section = causal_section(context.reference, context.text, layer, head, window_start)
     num_tokens = len(run.tokenized)
     window_note(section.numbers["window"], num_tokens)
-    st.plotly_chart(section.figures["steps"], key="cm_real_steps")
-    st.plotly_chart(section.figures["weights"], key="cm_real_weights")
+    chart_ui.show_chart(section.figures["steps"], "cm_real_steps")
+    chart_ui.show_chart(section.figures["weights"], "cm_real_weights")
     shown = len(section.numbers["window"])
     if numbers := widgets.expander_if_open("The numbers", "cm_real_numbers", expanded=shown <= SMALL_WINDOW):
         with numbers:
@@ -268,9 +268,9 @@ def three_masks_section(
         return masking.crop(view.weights, window, window)
 
     panels = [
-        mask_figures.Panel("no mask (as the model ran)", in_window(no_mask), labels, window),
+        mask_figures.Panel("no mask", in_window(no_mask), labels, window),
         mask_figures.Panel(
-            f"{padding} (+{num_pads} [PAD])",
+            f"{padding}<br>(+{num_pads} [PAD])",
             masking.crop(padded.weights, with_pads, with_pads),
             [padded_text.tokens[i] for i in with_pads],
             with_pads,
@@ -304,7 +304,7 @@ def show_three_masks(context, run, layer: int, head: int, window_start: int) -> 
     num_pads, also_causal = choose_padding(room)
     section = three_masks_section(context.reference, context.text, layer, head, window_start, num_pads, also_causal)
     window_note(section.numbers["window"], len(run.tokenized))
-    st.plotly_chart(section.figures["compare"], key="cm_compare")
+    chart_ui.show_chart(section.figures["compare"], "cm_compare")
     st.dataframe(section.tables["facts"], key="cm_facts")
     st.markdown(
         f"Every [PAD] column receives a weight of exactly 0 from every query. The real tokens' rows match the "

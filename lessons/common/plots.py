@@ -89,9 +89,15 @@ def heatmap(
 
 def base_layout(title: str = "", height: int | None = None) -> dict:
     """The app's common look (white background, readable font, tight margins) as a layout dict."""
+    # The title pushes the top margin itself (automargin, measured from the container), so it never sits on
+    # tick labels drawn above a matrix or on an axis title, whatever their length.
     return dict(
-        title=dict(text=title, x=0, xanchor="left") if title else None,
-        margin=dict(l=10, r=10, t=60 if title else 30, b=10),
+        title=dict(
+            text=title, x=0, xanchor="left", automargin=True, yref="container", y=1, yanchor="top", pad=dict(t=6, b=8)
+        )
+        if title
+        else None,
+        margin=dict(l=10, r=10, t=20 if title else 30, b=10),
         height=height,
     )
 

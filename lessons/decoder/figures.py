@@ -15,11 +15,26 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from lessons.causal.figures import ALLOWED, FORBIDDEN, MASK_COLOURS, compact, token_names
-from lessons.common.plots import ATTENTION_SCALE, as_array, style
+from lessons.causal.figures import (
+    ALLOWED,
+    CELL_FONT,
+    COLOUR_BAR_ROW_PX,
+    DESKTOP_CHART,
+    FORBIDDEN,
+    MASK_COLOURS,
+    compact,
+    finish_panels,
+    panel_grid,
+    styled,
+    token_axes,
+    token_names,
+    widest_number,
+    width_for_numbers,
+)
+from lessons.common.plots import ATTENTION_SCALE, as_array
 
 MARK_COLOUR = "#E4572E"  # the app's orange: stands out on the purple attention scale
-MAX_CELLS_WITH_TEXT = 10 * 10  # a panel of up to 10 × 10 cells still has room for "0.97" in each
+LEGEND_ROW_PX = 30  # under the panels' titles: the legend of the outlined cells
 
 
 def _category_axes(figure: go.Figure, column: int, tilt: bool) -> None:
@@ -53,7 +68,8 @@ def heads_figure(
     marks=None,
     mark_name: str = "largest weight in the row",
 ) -> go.Figure:
-    """One panel per head of (H, R, C) attention weights on one shared 0–1 colour scale.
+    """One panel per head of (H, R, C) attention weights on one shared 0–1 colour scale, the rows labelled
+    once, at the left. The numbers are written in the cells where a desktop has room for them.
 
     `marks` (H, R), optional: for each head and row, a column to outline (such as the source letter an output
     step reads most). Each panel's heatmap trace is named "head h"; the outlines are named `mark_name`.
@@ -61,8 +77,9 @@ def heads_figure(
     values = compact(weights)  # (H, R, C)
     num_heads, num_rows, num_columns = values.shape
     rows, columns = token_names(row_labels), token_names(column_labels)
-    show_text = num_rows * num_columns <= MAX_CELLS_WITH_TEXT
-    figure = _panels([f"head {head}" for head in range(num_heads)], shared_rows=True)
+    needed = width_for_numbers(num_heads * num_columns, widest_number(values))
+    show_text = needed <= DESKTOP_CHART
+    figure, height = panel_grid([f"head {head}" for head in range(num_heads)], num_heads, num_rows)
     for head in range(num_heads):
         figure.add_trace(
             go.Heatmap(
@@ -74,6 +91,7 @@ def heads_figure(
                 xgap=1,
                 ygap=1,
                 texttemplate="%{z:.2f}" if show_text else None,
+                textfont=CELL_FONT,
                 hovertemplate=(
                     f"head {head}<br>{row_title} %{{y}}<br>{column_title} %{{x}}<br>weight = %{{z:.4f}}<extra></extra>"
                 ),
@@ -91,20 +109,24 @@ def heads_figure(
                     name=mark_name,
                     showlegend=head == 0,
                     hoverinfo="skip",
-                    marker=dict(symbol="square-open", size=26, color=MARK_COLOUR, line=dict(width=3)),
+                    marker=dict(symbol="square-open", size=18, color=MARK_COLOUR, line=dict(width=3)),
                 ),
                 row=1,
                 col=head + 1,
             )
-        _category_axes(figure, head + 1, tilt=max(map(len, columns), default=0) > 5)
-    figure.update_layout(
-        coloraxis=dict(colorscale=ATTENTION_SCALE, cmin=0.0, cmax=1.0, colorbar=dict(title="weight")),
-        legend=dict(orientation="h", x=0, y=-0.12),
-    )
+    token_axes(figure, columns)
+    figure.update_layout(coloraxis=dict(colorscale=ATTENTION_SCALE, cmin=0.0, cmax=1.0, colorbar=dict(title="weight")))
     figure.update_xaxes(title=column_title, row=1, col=1)
     figure.update_yaxes(title=row_title, row=1, col=1)
-    styled = style(figure, title, height=_panel_height(num_rows))
-    return styled.update_layout(margin=dict(t=110, b=70))
+    if marks is not None:  # the legend under the panels' titles, above the colour bar
+        height += LEGEND_ROW_PX
+        figure.update_layout(
+            legend=dict(orientation="h", x=0, y=COLOUR_BAR_ROW_PX / height, yref="container", yanchor="bottom"),
+        )
+    figure = finish_panels(figure, title, height, needed if show_text else None)
+    if marks is not None:
+        figure.update_layout(margin=dict(b=figure.layout.margin.b + LEGEND_ROW_PX))
+    return figure
 
 
 def distribution_figure(
@@ -141,7 +163,7 @@ def distribution_figure(
     figure.update_xaxes(type="category", side="top", tickangle=-60, title="next token")
     figure.update_yaxes(type="category", autorange="reversed", title="step: decoder's last input → written")
     figure.update_layout(legend=dict(orientation="h", x=0, y=-0.08))
-    return style(figure, title, height=_panel_height(len(rows)) + 60).update_layout(margin=dict(t=100))
+    return styled(figure, title, _panel_height(len(rows)) + 60)
 
 
 def family_masks_figure(masks: Sequence, title: str = "") -> go.Figure:
@@ -180,4 +202,4 @@ def family_masks_figure(masks: Sequence, title: str = "") -> go.Figure:
             line = dict(color=MARK_COLOUR, width=2, dash="dot")
             figure.add_vline(x=edge, line=line, row=1, col=column)
             figure.add_hline(y=edge, line=line, row=1, col=column)
-    return style(figure, title, height=340).update_layout(margin=dict(t=70, b=40))
+    return styled(figure, title, 340).update_layout(margin=dict(b=40))

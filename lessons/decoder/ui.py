@@ -19,6 +19,7 @@ from anatomy.config import parameter_count
 from anatomy.seq2seq import EncoderDecoder
 from anatomy.training.recipes import RECIPES
 from anatomy.training.tasks import EOS, SPECIAL_TOKENS, LetterTask, ReversalTask
+from lessons.causal import chart_ui
 from lessons.common.safe_text import escape_markdown
 from lessons.common.ui import linked, loaders, widgets
 from lessons.decoder import families, figures, links, tables, text
@@ -149,12 +150,12 @@ def show_attentions(view: WordView) -> None:
     st.subheader("Three attentions in one model")
     st.markdown(text.attentions_intro(len(lesson.source_tokens), len(lesson.steps)))
     st.markdown(text.ENCODER_SELF_ATTENTION)
-    st.plotly_chart(view.figures["encoder"], key="dec_encoder_chart")
+    chart_ui.show_chart(view.figures["encoder"], "dec_encoder_chart")
     st.markdown(text.decoder_self_attention(lesson.decoder_self_weight.tolist()))
-    st.plotly_chart(view.figures["decoder"], key="dec_decoder_chart")
+    chart_ui.show_chart(view.figures["decoder"], "dec_decoder_chart")
     st.markdown(text.CROSS_ATTENTION)
     st.latex(text.CROSS_FORMULA)
-    st.plotly_chart(view.figures["cross"], key="dec_cross_chart")
+    chart_ui.show_chart(view.figures["cross"], "dec_cross_chart")
     show_alignment(lesson)
 
 

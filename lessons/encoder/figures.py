@@ -20,6 +20,10 @@ HIGHLIGHT = "#d62728"
 MAIN_COLOR = "#4c4cc9"
 SECOND_COLOR = "#e07b00"
 MAP_PIXELS = 95  # height of one small map in the overview
+SUBPLOT_TITLE_ROOM = 30  # pixels a subplot's title takes above its plot
+# Attention weights lie in [0, 1]: the overview and the full map share this one colour range, so that equal
+# shades mean equal weights on both (a pooled cell is a mean weight, on the same scale).
+WEIGHT_RANGE = (0.0, 1.0)
 
 
 def token_labels(tokens: Sequence[str], first: int = 0) -> list[str]:
@@ -63,8 +67,9 @@ def _category_heatmap(
 
 
 def _styled_with_top_axis(figure: go.Figure, title: str, height: int) -> go.Figure:
-    """The common look, with room above the plot for both the title and the token labels of a top axis."""
-    return style(figure, title, height=height).update_layout(margin_t=130 if title else 90)
+    """The common look, with room above the plot for the token labels of a top axis, however long (the
+    title then stands above them: it pushes the margin further itself)."""
+    return style(figure, title, height=height).update_xaxes(automargin=True)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -103,11 +108,11 @@ def attention_overview(
         row_labels,
         column_labels,
         ATTENTION_SCALE,
-        0.0,
-        float(np.nanmax(weights)) or 1.0,
+        *WEIGHT_RANGE,
         "mean weight" if size < len(tokens) else "weight",
         ".3f",
     )
+    figure.update_traces(colorbar_title_text="weight")
     middle = size // 2
     figure.update_xaxes(
         tickvals=[column_labels[head * stride + middle] for head in range(num_heads)],
@@ -155,13 +160,13 @@ def attention_map(
         token_labels(query_tokens, first_query),
         token_labels(key_tokens),
         ATTENTION_SCALE,
-        0.0,
-        None,
+        *WEIGHT_RANGE,
         "weight",
         ".4f",
         row_title="query (attending)",
         column_title="key (attended to)",
     )
+    figure.update_traces(colorbar_title_text="weight")
     row_pixels = 16 if len(key_tokens) <= 64 else 12
     return _styled_with_top_axis(figure, title, height=max(180 + row_pixels * len(query_tokens), 320))
 
@@ -276,7 +281,7 @@ def main_path_chart(
     if highlight is not None:
         start, end = highlight
         figure.add_vrect(x0=start - 0.5, x1=end - 0.5, fillcolor=HIGHLIGHT, opacity=0.08, line_width=0)
-    figure.update_xaxes(type="category", tickangle=-45)
+    figure.update_xaxes(type="category", tickangle=-90, automargin=True)  # upright: a phone fits them all
     figure.update_yaxes(title="‖h‖ (L2 norm)", rangemode="tozero")
     return style(figure, title, height=430)
 
@@ -418,14 +423,16 @@ def cls_vector_chart(cls_vector, summary=None, title: str = "") -> go.Figure:
         )
     figure.update_xaxes(title="dimension", row=len(vectors), col=1)
     figure.update_layout(showlegend=False, bargap=0)
-    return style(figure, title, height=130 + 150 * len(vectors))
+    figure = style(figure, title, height=130 + 150 * len(vectors))
+    # The title pushes the margin clear of the plot, not of the first subplot's title above it: room for both.
+    return figure.update_layout(margin_t=SUBPLOT_TITLE_ROOM + 30) if title else figure
 
 
 def classifier_output_chart(logits, probabilities, title: str = "") -> go.Figure:
     """Logits (any real numbers) beside the softmax probabilities they become (summing to 1)."""
     logit_values, probability_values = as_array(logits), as_array(probabilities)
     labels = [f"label {index}" for index in range(len(logit_values))]
-    figure = make_subplots(rows=1, cols=2, subplot_titles=("logits", "probabilities = softmax(logits)"))
+    figure = make_subplots(rows=1, cols=2, subplot_titles=("logits", "softmax(logits)"))
     figure.add_trace(
         go.Bar(
             x=labels,

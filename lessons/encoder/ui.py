@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
@@ -228,9 +229,7 @@ def show_word_in_context(traced: TracedText) -> None:
     traced.show_figure(
         "enc_word_chart",
         (sentence_a, sentence_b, word),
-        lambda: figures.word_similarity_chart(
-            similarity, traced.depths, "cosine similarity of the word between sentence A and B"
-        ),
+        lambda: figures.word_similarity_chart(similarity, traced.depths, "cosine of the word, sentence A vs B"),
     )
     frame = tables.similarity_by_depth(similarity, traced.depths)
     st.dataframe(frame.T.round(4))
@@ -428,12 +427,20 @@ def show_parameters(traced: TracedText) -> None:
     total = analysis.total_parameters(model)
     st.markdown(text.PARAMETERS_INTRO)
     st.latex(text.PARAMETERS_FORMULA)
-    st.dataframe(tables.parameter_frame(rows, total), hide_index=True)
+    parameters = tables.parameter_frame(rows, total)
+    st.dataframe(parameters, hide_index=True, column_config=counts_with_separators(parameters))
     st.markdown(text.parameter_sum(total, analysis.in_millions(total)))
     mismatched = tables.mismatched_components(rows)
     if mismatched:
         st.caption(text.mismatched_rows(mismatched))
     st.subheader("The model zoo, computed from configurations")
-    st.dataframe(tables.zoo_frame(analysis.model_zoo()), hide_index=True)
+    zoo = tables.zoo_frame(analysis.model_zoo())
+    st.dataframe(zoo, hide_index=True, column_config=counts_with_separators(zoo))
     st.caption(text.ZOO_CAPTION)
     widgets.show_source(parameter_breakdown, analysis.count_parameters_by_component)
+
+
+def counts_with_separators(frame: pd.DataFrame) -> dict:
+    """Column settings that show every whole-number column of `frame` with the reader's thousands separator
+    (11,720,448): the numbers themselves stay numbers, to sort by and to copy."""
+    return {name: st.column_config.NumberColumn(format="localized") for name in frame.select_dtypes("integer")}

@@ -16,6 +16,15 @@ from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, as_array, hea
 HEAD_COLOURS = plotly.colors.qualitative.Dark24  # one colour per head in the head view (up to 24 heads)
 MAX_TICK_LABELS = 24  # beyond this many tokens, labels move to the hover only
 OPACITY_LEVELS = 5  # head-view lines are grouped into this many strengths
+PANEL_HEIGHT = 260  # pixels per row of small maps, at least
+PANEL_TICK_FONT = 10  # token labels around small maps
+ROW_PIXELS = 14  # height a map gives each of its rows, so that every row keeps its label
+CELL_TEXT_SIZE = 11  # numbers printed in heatmap cells, in pixels
+# Numbers are printed in cells only while a phone's chart (about 300 px for the cells) gives each room:
+MAX_COLUMNS_WITH_VALUES = 12  # "0.02"
+MAX_TOKENS_WITH_VALUES = 8  # "0.9777"
+SIMILARITY_SCALE = "Blues_r"  # cosines: white at 1 (unchanged), darker the further a vector turned
+SIMILARITY_FLOORS = (0.99, 0.95, 0.9, 0.8, 0.5, 0.0, -1.0)  # where a cosine colour scale may start
 
 
 def token_labels(tokens: Sequence[str]) -> list[str]:
@@ -40,32 +49,52 @@ def head_grid(maps, labels: Sequence[str], head_titles: Sequence[str], **options
     return map_panels(list(values), [labels] * len(values), head_titles, **options)
 
 
+def panel_columns(labels: int) -> int:
+    """How many maps of `labels` tokens stand side by side: as many as a desktop chart (about 800 px wide)
+    holds with every column's label readable, about 12 px each."""
+    for columns, most in ((4, 12), (3, 16), (2, MAX_TICK_LABELS)):
+        if labels <= most:
+            return columns
+    return 4  # more labels than that move to the hover: the maps can be small
+
+
 def map_panels(
     maps: Sequence,
     labels: Sequence[Sequence[str]],
     titles: Sequence[str],
-    columns: int = 4,
+    columns: int | None = None,
     zmax: float | None = None,
     title: str = "",
-    panel_height: int = 260,
+    panel_height: int | None = None,
 ) -> go.Figure:
     """Square attention maps in a grid of panels, all on one colour scale from 0 to `zmax` (default: the
     largest value in any panel), so that the same shade means the same weight everywhere.
 
     labels[k] names the rows (queries) and columns (keys) of maps[k]; labels must be distinct within a
-    panel (use `token_labels` or `bin_labels`); they are escaped here.
+    panel (use `token_labels` or `bin_labels`); they are escaped here. Panels that share their labels are
+    labelled once, rows on the left of the first column and columns under the lowest panel of each column,
+    `columns` abreast (default: as many as keep every label readable, `panel_columns`). Panels with labels
+    of their own (two sentences) stand two abreast at most, the second labelled on its right, so that no
+    label is drawn over a neighbour.
     """
     values = [compact(panel) for panel in maps]
-    columns = min(columns, len(values))
-    rows = math.ceil(len(values) / columns)
     names = [[safe_label(label) for label in panel_labels] for panel_labels in labels]
-    show_ticks = max(len(panel_labels) for panel_labels in names) <= MAX_TICK_LABELS
+    shared = all(panel_names == names[0] for panel_names in names)
+    if not shared and len(values) > 2:
+        raise ValueError("panels with labels of their own stand two abreast at most")
+    longest = max(len(panel_names) for panel_names in names)
+    show_ticks = longest <= MAX_TICK_LABELS
+    columns = min(columns or (panel_columns(longest) if shared else 2), len(values))
+    rows = math.ceil(len(values) / columns)
+    # Each row of a map gets room for its label; the title above each panel gets about 26 px.
+    panel_height = panel_height or max(PANEL_HEIGHT, ROW_PIXELS * longest + 60)
     titles = [safe_label(text) for text in titles]
-    # Built from plain dicts: make_subplots and per-trace validation cost ~200 ms for twelve panels.
-    layout = _panel_axes(rows, columns, titles, gap=0.07 if show_ticks else 0.025)
+    layout = _panel_axes(rows, columns, titles, gap=0.025, title_gap=26 / panel_height)
     data = []
     for panel, (panel_values, panel_names) in enumerate(zip(values, names)):
         suffix = _axis_suffix(panel)
+        column = panel % columns
+        lowest_in_column = panel + columns >= len(values)
         data.append(
             dict(
                 type="heatmap",
@@ -79,19 +108,47 @@ def map_panels(
             )
         )
         layout[f"xaxis{suffix}"].update(
-            type="category", showticklabels=show_ticks, tickangle=-60, tickfont=dict(size=10)
+            type="category",
+            showticklabels=show_ticks and (lowest_in_column or not shared),
+            ticks="outside" if lowest_in_column or not shared else "",
+            tickangle=-90,
+            tickfont=dict(size=PANEL_TICK_FONT),
+            automargin=True,
         )
         layout[f"yaxis{suffix}"].update(
-            type="category", autorange="reversed", showticklabels=show_ticks, tickfont=dict(size=10)
+            type="category",
+            autorange="reversed",
+            showticklabels=show_ticks and (column == 0 or not shared),
+            ticks="outside" if column == 0 or not shared else "",
+            side="right" if column > 0 and not shared else "left",
+            tickfont=dict(size=PANEL_TICK_FONT),
+            automargin=True,
         )
     largest = max(float(panel.max()) for panel in values)
     layout["coloraxis"] = dict(
         colorscale=ATTENTION_SCALE,
         cmin=0.0,
         cmax=largest if zmax is None else zmax,
-        colorbar=dict(title=dict(text="weight")),
+        colorbar=colour_bar_below("weight"),
     )
-    return style(go.Figure(dict(data=data, layout=layout)), title, height=panel_height * rows + 80)
+    return style(go.Figure(dict(data=data, layout=layout)), title, height=panel_height * rows + 100)
+
+
+def colour_bar_below(title: str) -> dict:
+    """A horizontal colour bar at the foot of a chart: on a phone a bar beside the chart would take a fifth
+    of its width."""
+    return dict(
+        title=dict(text=title, side="bottom"),
+        orientation="h",
+        thickness=12,
+        len=0.6,
+        x=0.5,
+        xanchor="center",
+        yref="container",
+        y=0,
+        yanchor="bottom",
+        tickfont=dict(size=PANEL_TICK_FONT),
+    )
 
 
 def _axis_suffix(panel: int) -> str:
@@ -99,14 +156,18 @@ def _axis_suffix(panel: int) -> str:
     return "" if panel == 0 else str(panel + 1)
 
 
-def _panel_axes(rows: int, columns: int, titles: Sequence[str], gap: float) -> dict:
-    """Layout axes for a rows × columns grid of panels (row 0 at the top), each titled above."""
+def _panel_axes(rows: int, columns: int, titles: Sequence[str], gap: float, title_gap: float | None = None) -> dict:
+    """Layout axes for a rows × columns grid of panels (row 0 at the top), each titled above, `gap` apart;
+    with `title_gap`, rows are only that share of their height apart, room for the titles alone."""
     layout: dict[str, object] = {}
     annotations: list[dict[str, object]] = []
     for panel, text in enumerate(titles):
         row, column = divmod(panel, columns)
         left, right = column / columns + gap / 2, (column + 1) / columns - gap / 2
-        bottom, top = 1 - (row + 1) / rows + gap, 1 - row / rows - gap / 2
+        if title_gap is None:
+            bottom, top = 1 - (row + 1) / rows + gap, 1 - row / rows - gap / 2
+        else:  # rows stand close: only the lowest row has labels under it
+            bottom, top = 1 - (row + 1) / rows, 1 - (row + title_gap) / rows
         suffix = _axis_suffix(panel)
         layout[f"xaxis{suffix}"] = dict(domain=[left, right], anchor=f"y{suffix}")
         layout[f"yaxis{suffix}"] = dict(domain=[bottom, top], anchor=f"x{suffix}")
@@ -237,7 +298,7 @@ def focus_rows(
                 hovertemplate="key %{x}<br>weight %{y:.4f}<extra></extra>",
             )
         )
-        layout[f"xaxis{suffix}"].update(type="category", tickangle=-45)
+        layout[f"xaxis{suffix}"].update(type="category", tickangle=-90, automargin=True)
         layout[f"yaxis{suffix}"].update(range=[0, 1], title=dict(text="attention weight" if panel == 0 else ""))
     return style(go.Figure(dict(data=data, layout=layout)), title, height=380)
 
@@ -266,8 +327,10 @@ def layer_head_map(
     zmin: float | None = None,
     zmax: float | None = None,
     title: str = "",
+    scale_title: str = "",
 ) -> go.Figure:
-    """One number per head of the whole stack: layers down, heads across."""
+    """One number per head of the whole stack: layers down, heads across, each printed in its cell while
+    that fits a phone (MAX_COLUMNS_WITH_VALUES). `scale_title` names the colour bar."""
     layers, heads = as_array(values).shape
     figure = heatmap(
         values,
@@ -277,13 +340,16 @@ def layer_head_map(
         colorscale=colorscale,
         zmin=zmin,
         zmax=zmax,
-        show_values=True,
+        show_values=heads <= MAX_COLUMNS_WITH_VALUES,
         value_format=".2f",
         row_title="layer",
         column_title="head",
         hover_name=name,
     )
-    return figure.update_xaxes(title=None)  # the tick labels already say "head"; a title would hit the figure's
+    figure.update_traces(textfont=dict(size=CELL_TEXT_SIZE), colorbar=colour_bar_below(scale_title))
+    # The tick labels already say "layer" and "head": axis titles would take a phone's width (and the top
+    # one would hit the figure's title).
+    return figure.update_xaxes(title=None).update_yaxes(title=None)
 
 
 def recombination(head_outputs, concatenated, title: str = "") -> go.Figure:
@@ -359,27 +425,36 @@ def contribution_bars(norms, heads_off: Sequence[int] = (), title: str = "") -> 
     return style(figure, title, height=320)
 
 
+def similarity_floor(smallest: float) -> float:
+    """The lower end of a cosine colour scale: the highest of a few round numbers at or below `smallest`."""
+    return next(floor for floor in SIMILARITY_FLOORS if floor <= smallest)
+
+
 def token_similarity_map(similarity, tokens: Sequence[str], title: str = "") -> go.Figure:
     """(L + 1, T) cosine similarities, one row per depth and one column per token.
 
-    Cosines of a barely changed vector sit just below 1, so the colour scale starts at the smallest value
-    (or 0.99) rather than at 0: otherwise every cell would wear the same yellow.
+    Cosines of a barely changed vector sit just below 1, so the colour scale runs from a round number
+    below the smallest value (`similarity_floor`) up to 1, white for an unchanged vector: on a scale from
+    0 every cell would wear the same colour, and on one from the smallest value itself a cosine of 0.978
+    would look as dark as a vector turned around. The colour bar says where the scale starts.
     """
     values = as_array(similarity)
+    floor = similarity_floor(float(values.min()))
     depths = ["embeddings"] + [f"after layer {layer}" for layer in range(values.shape[0] - 1)]
     figure = heatmap(
         values,
         depths,
         list(tokens),
         title=title,
-        colorscale="Viridis",
-        zmin=min(float(values.min()), 0.99),
+        colorscale=SIMILARITY_SCALE,
+        zmin=floor,
         zmax=1.0,
         row_title="depth",
         column_title="token",
         hover_name="cosine",
         value_format=".4f",
-        show_values=len(tokens) <= 12,
+        show_values=len(tokens) <= MAX_TOKENS_WITH_VALUES,
     )
+    figure.update_traces(textfont=dict(size=CELL_TEXT_SIZE), colorbar=colour_bar_below(f"cosine, {floor:g} to 1"))
     figure.update_xaxes(title=None, showticklabels=len(tokens) <= MAX_TICK_LABELS)
-    return figure
+    return figure.update_yaxes(title=None)  # "after layer 2" says it is a depth

@@ -98,6 +98,12 @@ STATISTICS_NOTE = (
     "attention there. The previous-token share is averaged over tokens 1 … T−1 (token 0 has no previous)."
 )
 
+
+def statistic_title(description: str) -> str:
+    """A map's title from a statistic's description: what comes before its formula or scale."""
+    return description.split(":")[0]
+
+
 # ----- Split and recombine
 
 RECOMBINATION_INTRO = (
@@ -124,6 +130,19 @@ SWITCH_OFF_INTRO = (
     "Switching a head off means zeroing its output before $W_O$, so it adds nothing to any token, and "
     "letting the rest of the network run as usual. The shared model is never changed: the layer is "
     "recomputed from the recorded head outputs and the later layers run on the new vectors."
+)
+CLS_METRIC = "[CLS] at the end"
+CLS_METRIC_HELP = "Cosine similarity of the last layer's [CLS] vector with and without the heads: 1 = unchanged."
+LEAST_SIMILAR_METRIC = "Least similar token"
+LEAST_SIMILAR_METRIC_HELP = "The lowest cosine similarity of any token's last-layer vector with and without the heads."
+SHIFT_METRIC = "Largest later shift"
+SHIFT_METRIC_HELP = (
+    "How far the attention of the later head that moved most changed: ½ Σ|p − q| over each query's row, "
+    "averaged over the rows (0 = unchanged, 1 = disjoint)."
+)
+SHIFT_NOTE = (
+    "Each cell is ½ Σ|p − q| between a later head's attention row p with the heads and q without them, "
+    "averaged over its rows: 0 = unchanged, 1 = disjoint."
 )
 NOTHING_SWITCHED_OFF = "No head is switched off, so every vector is exactly as before."
 

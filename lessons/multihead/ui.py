@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+from torch import Tensor
 
 from anatomy.models import Encoder
 from lessons.common.runs import EncoderRun
@@ -31,21 +33,26 @@ HEAD_VIEW_LINES = 300  # lines per head at most
 
 @dataclass(frozen=True)
 class LayerView:
-    """What every tab reads: the sidebar's text through the model, and the layer and head chosen."""
+    """What every tab reads: the sidebar's text through the model, the layer chosen, and the place of the
+    picker of the head studied closely, beside the layer's. Each tab draws that picker (`studied_head`):
+    the two-sentence tab reads its sentences first, to open on the head they tell apart most."""
 
     context: StudyContext
     run: EncoderRun
     layer: int
-    head: int
+    head_column: DeltaGenerator
 
     @property
     def num_heads(self) -> int:
         return self.context.pretrained.config.num_heads
 
+    def studied_head(self, suggested: int | None = None) -> int:
+        return choose_studied_head(self, suggested)
+
 
 def layer_view(context: StudyContext) -> LayerView | None:
-    """The text's traced run and the layer and head to study; None (with a note) when the model in use or
-    the sidebar's text cannot give them."""
+    """The text's traced run and the layer to study; None (with a note) when the model in use or the
+    sidebar's text cannot give them."""
     if context.pretrained.family != "encoder" or context.pretrained.tokenizer is None:
         st.info(text.NEEDS_ENCODER, icon=":material/info:")
         return None
@@ -65,17 +72,43 @@ def layer_view(context: StudyContext) -> LayerView | None:
         format_func=lambda value: f"layer {value}",
         container=left,
     )
+    return LayerView(context, run, layer, right)
+
+
+_SUGGESTED_HEAD = "_mh_suggested_head"  # session state: the head this page picked (for a learner who chose none)
+
+
+def choose_studied_head(view: LayerView, suggested: int | None = None) -> int:
+    """The head studied closely, from its picker. A head the learner chose stands, from the link they
+    opened or from the picker; otherwise `suggested` when given, else the head shown so far (at first
+    DEFAULT_HEAD). The head picked for the learner goes into the link too, so a shared link shows it."""
+    chosen = learner_chose_head()
+    if suggested is not None and not chosen:
+        linked.set_value(links.HEAD, suggested)
     head = linked.selectbox(
         "Head to study closely",
         links.HEAD,
-        range(config.num_heads),
-        DEFAULT_HEAD % config.num_heads,
+        range(view.num_heads),
+        DEFAULT_HEAD % view.num_heads if suggested is None else suggested,
         parse=int,
         format_func=head_name,
-        container=right,
+        container=view.head_column,
         help=text.STUDIED_HEAD_HELP,
+        on_change=_forget_suggestion,
     )
-    return LayerView(context, run, layer, head)
+    if not chosen:
+        st.session_state[_SUGGESTED_HEAD] = str(head)
+    return head
+
+
+def learner_chose_head() -> bool:
+    """True when the link names a head this page did not pick itself: one the learner opened or chose."""
+    in_link = st.query_params.get(links.HEAD)
+    return in_link is not None and in_link != st.session_state.get(_SUGGESTED_HEAD)
+
+
+def _forget_suggestion() -> None:
+    st.session_state.pop(_SUGGESTED_HEAD, None)  # the learner picked a head: from now on it is theirs
 
 
 # ----- cached builders -------------------------------------------------------------------------------------
@@ -118,7 +151,7 @@ def layer_weights(run: EncoderRun, layer: int):
 def show_all_heads(view: LayerView) -> None:
     """Every head of the layer on one colour scale, pooled for a long text, and the studied head in full."""
     st.markdown(text.ALL_HEADS_INTRO)
-    run, layer, head = view.run, view.layer, view.head
+    run, layer, head = view.run, view.layer, view.studied_head()
     tokens = run.tokenized.tokens
     pooled = pooled_layer(view.context.reference, view.context.text, layer)  # (H, T', S')
     labels = figures.bin_labels(pooled.row_bins) if pooled.pooled else figures.token_labels(tokens)
@@ -152,6 +185,7 @@ def show_all_heads(view: LayerView) -> None:
 def show_head_view(view: LayerView) -> None:
     """The chosen heads' weights as lines from queries to keys, through a window on a long text."""
     st.markdown(text.HEAD_VIEW_INTRO)
+    view.studied_head()  # its picker stands above every tab; this one draws heads of its own choosing
     run, layer, num_heads = view.run, view.layer, view.num_heads
     left, right = st.columns([2, 1])
     heads = sorted(
@@ -192,7 +226,8 @@ def show_head_view(view: LayerView) -> None:
 
 
 def show_two_sentences(view: LayerView) -> None:
-    """The studied head in two sentences, then one word they share followed from one to the other."""
+    """The studied head in two sentences, then one word they share followed from one to the other. Unless
+    the learner chose a head, the tab opens on the one in which that word's attention differs most."""
     st.markdown(text.TWO_SENTENCES_INTRO)
     left, right = st.columns(2)
     sentences = (
@@ -200,60 +235,77 @@ def show_two_sentences(view: LayerView) -> None:
         linked.text_input("Sentence B", links.SENTENCE_B, SENTENCE_B, max_chars=MAX_SENTENCE_CHARS, container=right),
     )
     if not all(sentence.strip() for sentence in sentences):
+        view.studied_head()
         st.info(text.NEEDS_TWO_SENTENCES, icon=":material/edit:")
         return
     runs = [loaders.get_encoder_run(view.context.reference, sentence) for sentence in sentences]
     for run in runs:
         widgets.truncation_notice(run.tokenized)
-    pooled = [head_stats.average_pool(layer_weights(run, view.layer)[view.head]) for run in runs]
-    labels = [
-        figures.bin_labels(maps.row_bins) if maps.pooled else figures.token_labels(run.tokenized.tokens)
-        for maps, run in zip(pooled, runs)
-    ]
-    chart(
-        figures.map_panels(
-            [maps.values for maps in pooled],
-            labels,
-            ["sentence A", "sentence B"],
-            columns=2,
-            zmax=1.0,
-            title=f"Layer {view.layer}, head {view.head}, in both sentences",
-            panel_height=380,
-        )
-    )
+    maps = st.container()  # the maps stand above the word picker, but the word decides their head
     words = comparison.shared_words(*(run.tokenized for run in runs))
-    if not words:
+    word = None
+    if words:
+        word = linked.selectbox("Follow the word", links.WORD, words, DEFAULT_WORD, help=text.SHARED_WORD_HELP)
+    positions = word_positions(runs, word) if word else None
+    shifts = None  # (H,) how far the word's attention moved between the sentences, in every head
+    if positions and len(runs[0].tokenized) == len(runs[1].tokenized):  # rows over the same positions compare
+        weights = [layer_weights(run, view.layer) for run in runs]  # (H, T, T) each
+        shifts = comparison.word_attention_shift(weights[0], weights[1], positions)
+    head = view.studied_head(suggested=None if shifts is None else int(shifts.argmax()))
+    pooled = [head_stats.average_pool(layer_weights(run, view.layer)[head]) for run in runs]
+    labels = [
+        figures.bin_labels(pooled_map.row_bins) if pooled_map.pooled else figures.token_labels(run.tokenized.tokens)
+        for pooled_map, run in zip(pooled, runs)
+    ]
+    with maps:
+        chart(
+            figures.map_panels(
+                [pooled_map.values for pooled_map in pooled],
+                labels,
+                ["sentence A", "sentence B"],
+                columns=2,
+                zmax=1.0,
+                title=f"Layer {view.layer}, head {head}, in both sentences",
+                panel_height=380,
+            )
+        )
+    if word is None or positions is None:
         st.info(text.NO_SHARED_WORD, icon=":material/compare_arrows:")
         return
-    word = linked.selectbox("Follow the word", links.WORD, words, DEFAULT_WORD, help=text.SHARED_WORD_HELP)
-    follow_word(runs, word, view.layer, view.head)
+    follow_word(runs, positions, view.layer, head, shifts)
 
 
-def follow_word(runs: list[EncoderRun], word: str, layer: int, head: int) -> None:
-    """Where a word both sentences share looks in each, and how alike its vectors stay layer after layer."""
-    positions = (runs[0].tokenized.tokens.index(word), runs[1].tokenized.tokens.index(word))
-    weights = [layer_weights(run, layer) for run in runs]  # (H, T, T) each
-    rows = [sentence_weights[head, position] for sentence_weights, position in zip(weights, positions)]
+def word_positions(runs: list[EncoderRun], word: str) -> tuple[int, int]:
+    """Where a word both sentences share first occurs in each."""
+    return runs[0].tokenized.tokens.index(word), runs[1].tokenized.tokens.index(word)
+
+
+def follow_word(
+    runs: list[EncoderRun], positions: tuple[int, int], layer: int, head: int, shifts: Tensor | None
+) -> None:
+    """Where a word both sentences share looks in each, which head it moves most in (`shifts`, when the
+    sentences are as long), and how alike its vectors stay layer after layer."""
+    rows = [layer_weights(run, layer)[head, position] for run, position in zip(runs, positions)]
     chart(
         figures.focus_rows(
             rows,
             [run.tokenized.tokens for run in runs],
             ["sentence A", "sentence B"],
-            title=f"Where the shared word looks (layer {layer}, head {head})",
+            title=f"Where the word looks: layer {layer}, head {head}",
         )
     )
-    if len(runs[0].tokenized) == len(runs[1].tokenized):  # rows over the same positions can be compared
-        shifts = comparison.word_attention_shift(weights[0], weights[1], positions)  # (H,)
+    if shifts is not None:
         most = int(shifts.argmax())
         st.caption(text.largest_shift_caption(layer, most, float(shifts[most])))
     similarity = comparison.word_similarity_by_depth(runs[0].trace, runs[1].trace, positions)
     st.markdown(text.similarity_intro(same_position=positions[0] == positions[1]))
-    chart(figures.similarity_by_layer(similarity, title="The shared word in sentence A vs sentence B"))
+    chart(figures.similarity_by_layer(similarity, title="The word's vector, sentence A vs B"))
 
 
 def show_statistics(view: LayerView) -> None:
     """A table of a few numbers per head for every head of the stack, and one of them as a map."""
     st.markdown(text.STATISTICS_INTRO)
+    view.studied_head()  # its picker stands above every tab; this one shows every head
     st.latex(text.STATISTICS_FORMULA)
     st.caption(text.STATISTICS_NOTE)
     statistics = statistics_of(view.context.reference, view.context.text)
@@ -282,7 +334,7 @@ def show_statistics(view: LayerView) -> None:
             name,
             zmin=low,
             zmax=high,
-            title=f"{head_stats.STATISTICS[name]}, every layer and head",
+            title=text.statistic_title(head_stats.STATISTICS[name]),
         )
     )
 
@@ -290,6 +342,7 @@ def show_statistics(view: LayerView) -> None:
 def show_recombination(view: LayerView) -> None:
     """One token's head outputs laid side by side and mixed by W_O, checked against the traced numbers."""
     st.markdown(text.RECOMBINATION_INTRO)
+    view.studied_head()  # its picker stands above every tab; this one shows every head
     st.latex(text.RECOMBINATION_FORMULA)
     layer = view.layer
     token = choose_token(view.run.tokenized.tokens, "Token")
@@ -319,9 +372,7 @@ def show_recombination(view: LayerView) -> None:
     )
     st.caption(text.RECOMBINATION_NOTE)
     chart(figures.recombination(result.head_outputs, result.concatenated, title=f"Layer {layer}: one token's heads"))
-    chart(
-        figures.contribution_bars(result.contribution_norms, title="How much each head adds to this token through W_O")
-    )
+    chart(figures.contribution_bars(result.contribution_norms, title="What each head adds to this token via W_O"))
     widgets.download_csv(
         pd.DataFrame(result.contributions.cpu().numpy(), index=[f"head {h}" for h in range(heads)]),
         f"layer{layer}_token{token}_head_contributions.csv",
@@ -333,14 +384,14 @@ def show_recombination(view: LayerView) -> None:
 def show_switch_off(view: LayerView) -> None:
     """The text run again with some heads of the layer switched off, and how far everything after moved."""
     st.markdown(text.SWITCH_OFF_INTRO)
-    run, layer = view.run, view.layer
+    run, layer, head = view.run, view.layer, view.studied_head()
     heads_off = tuple(
         sorted(
             linked.multiselect(
                 f"Heads of layer {layer} to switch off",
                 links.HEADS_OFF,
                 range(view.num_heads),
-                [view.head],
+                [head],
                 format_func=head_name,
                 parse=int,
             )
@@ -349,16 +400,16 @@ def show_switch_off(view: LayerView) -> None:
     result = ablation_of(view.context.reference, view.context.text, layer, heads_off)
     final = result.final_similarity
     first, second, third = st.columns(3)
-    first.metric("[CLS] final vector, cosine with original", f"{float(final[0]):.4f}")
-    second.metric("Least similar final token vector", f"{float(final.min()):.4f}")
-    third.metric("Largest attention shift in a later head", f"{float(result.attention_shift.max()):.3f}")
+    first.metric(text.CLS_METRIC, f"{float(final[0]):.4f}", help=text.CLS_METRIC_HELP)
+    second.metric(text.LEAST_SIMILAR_METRIC, f"{float(final.min()):.4f}", help=text.LEAST_SIMILAR_METRIC_HELP)
+    third.metric(text.SHIFT_METRIC, f"{float(result.attention_shift.max()):.3f}", help=text.SHIFT_METRIC_HELP)
     if not heads_off:
         st.caption(text.NOTHING_SWITCHED_OFF)
     chart(
         figures.token_similarity_map(
             result.token_similarity,
             run.tokenized.tokens,
-            title="Each token's vector with vs without the heads (cosine)",
+            title="Each vector with vs without the heads",
         )
     )
     st.caption(text.untouched_caption(layer))
@@ -368,9 +419,11 @@ def show_switch_off(view: LayerView) -> None:
             "attention shift",
             zmin=0.0,
             zmax=max(0.05, float(result.attention_shift.max())),
-            title="How far each later head's attention moved (½ Σ|p − q| per row, averaged)",
+            title="How far each later head's attention moved",
+            scale_title="½ Σ|p − q|",
         )
     )
+    st.caption(text.SHIFT_NOTE)
     similarity = pd.DataFrame(
         result.token_similarity.cpu().numpy().T,
         columns=["embeddings", *[f"after layer {index}" for index in range(result.token_similarity.size(0) - 1)]],

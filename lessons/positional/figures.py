@@ -9,7 +9,9 @@ averages (an average of a fast sine over a few positions is close to 0 and would
 
 from __future__ import annotations
 
+import html
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from itertools import cycle
 
@@ -22,6 +24,10 @@ from lessons.common.plots import DIVERGING_SCALE, as_array, safe_label, style
 MAX_HEATMAP_ROWS = 128  # positions drawn in one table heatmap
 MAX_HEATMAP_CELLS = 128 * 384  # a full-width MiniLM table at 128 positions, ~0.3 MB in the page
 MAX_SIMILARITY_SIDE = 128  # positions per side of a drawn similarity matrix
+# Two tables are drawn side by side: on a desktop at 150 % zoom each chart is about 250 px wide. Their titles
+# name the table in a word; what is drawn goes below, in plotly's smaller subtitle (about 4.6 px a character),
+# broken into lines of at most this many characters.
+SUBTITLE_LINE_CHARACTERS = 44
 SINUSOIDAL_COLOUR = "#1f77b4"
 LEARNED_COLOUR = "#d62728"
 
@@ -44,6 +50,29 @@ def colour_limit(values, share: float = 0.99) -> float:
     magnitudes = np.abs(as_array(values))
     limit = float(np.quantile(magnitudes, share)) if magnitudes.size else 0.0
     return limit or 1.0  # an all-zero table still needs a scale
+
+
+def fitted_lines(text: str, width: int = SUBTITLE_LINE_CHARACTERS) -> str:
+    """`text` broken into lines of at most `width` characters, between words where it can (a name longer than
+    a line is broken inside). `text` is plain text with user text escaped (`safe_label`), its lines joined by
+    <br>: those breaks stay, and an escaped character (&lt; for a typed <) is never split."""
+    lines = []
+    for line in text.split("<br>"):
+        lines += [safe_label(part) for part in textwrap.wrap(html.unescape(line), width)] or [""]
+    return "<br>".join(lines)
+
+
+def _titled(figure: go.Figure, title: str, details: list[str], height: int) -> go.Figure:
+    """`title` on one line and, when there is one, the `details` below it in the subtitle, each detail on
+    lines of its own that fit one of two charts side by side.
+
+    A subtitle, not more lines of title: plotly lifts the lines of a title it pushes the margin for (as the
+    common look asks) as if the title stood on the plot, and a title of two lines or more left the chart."""
+    style(figure, title, height=height)
+    subtitle = "<br>".join(fitted_lines(detail) for detail in details if detail)
+    if title and subtitle:
+        figure.update_layout(title_subtitle_text=subtitle)
+    return figure
 
 
 def _compact(values) -> np.ndarray:
@@ -83,9 +112,10 @@ def dimension_curves(encoding, dimensions: Sequence[int], title: str = "", posit
     return style(figure, title, height=380)
 
 
-def encoding_heatmap(encoding, title: str = "", max_cells: int = MAX_HEATMAP_CELLS) -> go.Figure:
+def encoding_heatmap(encoding, title: str = "", subtitle: str = "", max_cells: int = MAX_HEATMAP_CELLS) -> go.Figure:
     """A (T, D) position table as colours, position down and dimension across, row 0 at the top.
-    Larger tables show every k-th position and dimension (the axes keep the true indices)."""
+    Larger tables show every k-th position and dimension (the axes keep the true indices), and say so below
+    the `subtitle`."""
     table = as_array(encoding)
     rows = evenly_spaced(table.shape[0], MAX_HEATMAP_ROWS)
     columns = evenly_spaced(table.shape[1], max(1, max_cells // max(1, len(rows))), keep_parity=True)
@@ -103,14 +133,14 @@ def encoding_heatmap(encoding, title: str = "", max_cells: int = MAX_HEATMAP_CEL
     )
     figure.update_xaxes(title="dimension i")
     figure.update_yaxes(title="position t", autorange="reversed")
-    subtitle = _thinning_note(("position", rows, table.shape[0]), ("dimension", columns, table.shape[1]))
-    return style(figure, title + subtitle, height=420)
+    note = _thinning_note(("position", rows, table.shape[0]), ("dimension", columns, table.shape[1]))
+    return _titled(figure, title, [subtitle, note], height=420)
 
 
 def _thinning_note(*axes: tuple[str, np.ndarray, int]) -> str:
-    """A subtitle naming each axis drawn thinned, from (noun, picked indices, full count) triples."""
+    """Which axes are drawn thinned, from (noun, picked indices, full count) triples ("" when none is)."""
     thinned = [f"one {noun} in {int(picks[1] - picks[0])}" for noun, picks, count in axes if 1 < len(picks) < count]
-    return f"<br><sup>drawn: {', '.join(thinned)}</sup>" if thinned else ""
+    return f"drawn: {', '.join(thinned)}" if thinned else ""
 
 
 def similarity_to_position(
@@ -136,7 +166,9 @@ def similarity_to_position(
     return style(figure, title, height=360)
 
 
-def similarity_heatmap(similarities, measure_label: str, title: str = "", centre_on_zero: bool = True) -> go.Figure:
+def similarity_heatmap(
+    similarities, measure_label: str, title: str = "", subtitle: str = "", centre_on_zero: bool = True
+) -> go.Figure:
     """A (T, T) similarity matrix; bands parallel to the diagonal mean it depends on q − p alone."""
     matrix = as_array(similarities)
     picks = evenly_spaced(matrix.shape[0], MAX_SIMILARITY_SIDE)
@@ -154,8 +186,8 @@ def similarity_heatmap(similarities, measure_label: str, title: str = "", centre
     )
     figure.update_xaxes(title="position q", scaleanchor="y", constrain="domain")
     figure.update_yaxes(title="position p", autorange="reversed", constrain="domain")
-    subtitle = _thinning_note(("position", picks, matrix.shape[0]))
-    return style(figure, title + subtitle, height=420)
+    note = _thinning_note(("position", picks, matrix.shape[0]))
+    return _titled(figure, title, [subtitle, note], height=420)
 
 
 def similarity_by_offset(

@@ -117,3 +117,4 @@ The paper's encoding promises three things. Here they are measured on the tables
 A learned table promises none of this: its values are whatever training left, its rows differ only
 because training made them differ, and it is fixed only in the sense that the weights are stored.
 """
+TABLE_NAMES = {"sinusoidal": "The sinusoidal table", "learned": "The learned table"}  # heads of their columns

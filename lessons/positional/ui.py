@@ -186,17 +186,25 @@ def studies(model_key, shown, width, base, measure, _learned_table):
 @st.cache_resource(max_entries=16, show_spinner=False)
 def study_figures(model_key, shown, width, base, measure, model_name, _studies):
     label = text.MEASURES[measure]
-    titles = {"sinusoidal": "Sinusoidal", "learned": f"Learned by {safe_label(model_name)}"}
+    # The two tables are drawn side by side: a title of one word each, the rest in the subtitle below it.
+    titles = {"sinusoidal": "Sinusoidal", "learned": "Learned"}
+    made_by = {"sinusoidal": "", "learned": f"by {safe_label(model_name)}<br>"}
     return {
         "tables": {
             name: encoding_heatmap(
-                study.table, f"{titles[name]}: {len(study.table)} positions × {study.table.shape[1]} dimensions"
+                study.table,
+                titles[name],
+                f"{made_by[name]}{len(study.table)} positions × {study.table.shape[1]} dimensions",
             )
             for name, study in _studies.items()
         },
         "similarities": {
             name: similarity_heatmap(
-                study.similarities, label, f"{titles[name]}: {label} of every pair", centre_on_zero=measure == "cosine"
+                study.similarities,
+                label,
+                titles[name],
+                f"{made_by[name]}{label} of every pair",
+                centre_on_zero=measure == "cosine",
             )
             for name, study in _studies.items()
         },
@@ -361,16 +369,19 @@ def show_properties(encoding: Encoding) -> None:
     repeatable = rebuilds_identically(
         lambda: sinusoidal_positional_encoding(encoding.shown, encoding.width, encoding.base)
     )
-    bounded_column, unique_column, repeat_column = st.columns(3)
-    for name, study in studied.items():
+    # One column per table, headed by its name: the labels need not repeat it, so they fit a column of a
+    # desktop zoomed to 150 % (a third of it cut "smallest distance between two rows" short).
+    for column, (name, study) in zip(st.columns(len(studied)), studied.items()):
         found = study.properties  # closest_pair is never None here: at least MIN_SHOWN positions
-        bounded_column.metric(f"{name.capitalize()}: largest |value|", f"{found.largest_magnitude:.6f}")
-        unique_column.metric(
-            f"{name.capitalize()}: smallest distance between two rows",
+        column.markdown(f"**{text.TABLE_NAMES[name]}**")
+        column.metric("largest |value|", f"{found.largest_magnitude:.6f}")
+        column.metric(
+            "smallest distance between two rows",
             f"{found.closest_distance:.6f}",
             help=f"Between positions {found.closest_pair[0]} and {found.closest_pair[1]}.",
         )
-    repeat_column.metric("Sinusoidal: built twice", "identical" if repeatable else "different")
+        if name == "sinusoidal":
+            column.metric("built twice", "identical" if repeatable else "different")
     properties = properties_table(studied)
     st.dataframe(properties, width="stretch")
     widgets.download_csv(properties, "position_table_properties.csv")

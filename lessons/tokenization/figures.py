@@ -3,6 +3,7 @@ rows of the embedding table that the tokens look up."""
 
 from __future__ import annotations
 
+import textwrap
 import unicodedata
 from collections.abc import Sequence
 
@@ -24,6 +25,11 @@ CELL_KINDS = (
 TOKEN_KINDS = ("word", "continuation", "unknown")
 _FIRST_CODE = {"word": 1, "continuation": 3, "unknown": 5}
 ROW_HEIGHT = 24  # pixels per line of characters
+# The legend stands below the text, one kind per line: a line of all four is wider than a phone, and plotly
+# would fold it into a box that scrolls over the text. Four lines of about 20 px, and the title above.
+LEGEND_HEIGHT = 4 * 20 + 10
+TITLE_HEIGHT = 60
+EMBEDDING_TITLE_CHARACTERS = 44  # a line of bold title that fits a phone (about 7 px a character)
 
 
 def highlight_rows(texts: Sequence[str], line_width: int = 64) -> list[tuple[int, int, int] | None]:
@@ -117,8 +123,12 @@ def token_highlight(
         showgrid=False,
         zeroline=False,
     )
-    style(figure, title, height=110 + ROW_HEIGHT * max(len(rows), 1))
-    figure.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.02, x=0), plot_bgcolor="white")
+    style(figure, title, height=TITLE_HEIGHT + ROW_HEIGHT * max(len(rows), 1) + LEGEND_HEIGHT)
+    figure.update_layout(
+        legend=dict(orientation="v", yref="container", y=0, yanchor="bottom", x=0),
+        margin=dict(b=LEGEND_HEIGHT),
+        plot_bgcolor="white",
+    )
     return figure
 
 
@@ -157,7 +167,9 @@ def embedding_rows(
     )
     figure.update_xaxes(side="top", title="dimension", showgrid=False)
     figure.update_yaxes(type="category", autorange="reversed", title="token", showgrid=False)
-    return style(figure, title, height=130 + 18 * len(row_names))
+    title_lines = textwrap.wrap(title, EMBEDDING_TITLE_CHARACTERS, break_long_words=False)
+    height = 130 + 18 * len(row_names) + 20 * max(len(title_lines) - 1, 0)  # a title line more: 20 px more
+    return style(figure, "<br>".join(title_lines), height=height)
 
 
 def _wrap(text: str, line_width: int) -> list[tuple[int, int]]:

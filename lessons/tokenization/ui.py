@@ -30,6 +30,7 @@ EMBEDDING_VIEWS = {
     "output": "after the embedding LayerNorm: what layer 0 reads",
 }
 WHOLE_TEXT = 10**6  # a token budget no text reaches: the three-way split compares the same characters
+TABLE_ROWS = 25  # rows a token table shows whole; a longer one scrolls inside a frame this tall
 
 
 @st.cache_resource(show_spinner="Training BPE and Unigram on the lesson's corpus…")
@@ -38,12 +39,19 @@ def trained_tokenizers(vocab_size: int) -> dict[str, Tokenizer]:
     return {"BPE": zoo.train_bpe(vocab_size), "Unigram": zoo.train_unigram(vocab_size)}
 
 
+def table_height(rows: int) -> int:
+    """Pixels that show a table's header and its rows whole, without a scroll bar inside, up to TABLE_ROWS rows
+    (Streamlit draws every row and the header 35 px tall, inside a 3 px border)."""
+    return 35 * (min(rows, TABLE_ROWS) + 1) + 3
+
+
 # ----- the inputs ----------------------------------------------------------------------------------------
 
 
 def choose_inputs() -> tuple[str | None, bool]:
     """The optional second sentence (None when blank) and whether the special tokens are shown."""
-    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    # A third of the row for the toggle: a quarter cut its label short on a desktop zoomed to 150 %.
+    left, right = st.columns([2, 1], vertical_alignment="bottom")
     raw_pair = linked.text_input(
         "Second sentence (optional)",
         links.PAIR,
@@ -102,7 +110,7 @@ def show_tokens(rows, texts: tuple[str, ...], notes: str, vocab_size: int) -> No
     )
     if every_token:
         with every_token:
-            st.dataframe(table, height=min(35 * (len(rows) + 1) + 3, 420))
+            st.dataframe(table, height=table_height(len(table)))
             widgets.download_csv(table, "tokens.csv", key="tok-download-tokens")
     st.markdown(text.continuation_pieces(notes))
     spans = [(row.sentence, row.start, row.end) for row in rows]
@@ -264,8 +272,8 @@ def show_zoo(context: StudyContext, read: str) -> None:
     ]
     for column, split in zip(st.columns(len(splits)), splits, strict=True):
         column.metric(f"{split.algorithm}, {split.vocab_size:,} pieces", f"{len(split)} tokens")
-    side_by_side = pd.DataFrame({split.algorithm: pd.Series(split.tokens, dtype=object) for split in splits})
-    st.dataframe(side_by_side, height=min(35 * (len(side_by_side) + 1) + 3, 420))
+    side_by_side = zoo.side_by_side(splits)
+    st.dataframe(side_by_side, height=table_height(len(side_by_side)))
     widgets.download_csv(side_by_side, "three_tokenizers.csv", key="tok-download-zoo")
     st.caption(text.ZOO_CAPTION)
     with st.expander("The training corpus", icon=":material/menu_book:"):

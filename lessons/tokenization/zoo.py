@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import pandas as pd
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from lessons.common.runs import TokenizedText
@@ -162,3 +163,10 @@ def split_with(tokenizer: Tokenizer, text: str, algorithm: str) -> Split:
 def wordpiece_split(tokenized: TokenizedText, vocab_size: int) -> Split:
     """The model's WordPiece tokens of a text (tokenized without [CLS]/[SEP]) as a `Split`."""
     return Split("WordPiece", vocab_size, tokenized.tokens)
+
+
+def side_by_side(splits: list[Split]) -> pd.DataFrame:
+    """One column of tokens per tokenizer, the i-th token of each in row i. A tokenizer that made fewer tokens
+    leaves its last cells empty (""), not None: the table shows a blank, not the word "None"."""
+    rows = max((len(split) for split in splits), default=0)
+    return pd.DataFrame({split.algorithm: [*split.tokens, *[""] * (rows - len(split))] for split in splits})

@@ -56,18 +56,34 @@ def loss_curve(
             )
         )
     if chance_loss is not None:
-        figure.add_hline(
-            y=chance_loss,
-            line=dict(color=CHANCE_COLOUR, dash="dash", width=1.5),
-            annotation_text=f"guessing: {chance_loss:.2f}",
-            annotation_position="top right",
+        figure.add_hline(y=chance_loss, line=dict(color=CHANCE_COLOUR, dash="dash", width=1.5))
+        # On a log axis plotly places an annotation at the log10 of its y (a shape at y itself): given 3.4, the
+        # label stood at 10^3.4 ≈ 2500, far above its line, and stretched the axis up to it.
+        figure.add_annotation(
+            text=f"guessing: {chance_loss:.2f}",
+            x=1,
+            xref="x domain",
+            xanchor="right",
+            y=math.log10(chance_loss),
+            yref="y",
+            yanchor="bottom",
+            showarrow=False,
         )
     figure.update_xaxes(title="training step", range=[0, max(planned_steps, len(values), 1) + 1])
-    # The top of the log axis sits just above the highest line drawn (a loss or the guessing level); left to
-    # itself, plotly makes room for the guessing label too and stretches the axis to 1000.
-    lines = ([float(values.max())] if values.size else []) + ([chance_loss] if chance_loss is not None else [])
-    highest = max(lines, default=0.0)
-    top = [None, math.log10(highest * 1.5)] if highest > 0 else None  # None: plotly finds the bottom itself
-    figure.update_yaxes(title="loss (cross-entropy, log scale)", type="log", range=top)
+    drawn = (values, [] if smoothed is None else smoothed, [] if chance_loss is None else [chance_loss])
+    figure.update_yaxes(title="loss (cross-entropy, log scale)", type="log", range=log_axis_range(*drawn))
     figure.update_layout(legend=dict(orientation="h", x=0, y=-0.2), uirevision="loss")
     return style(figure, title, height=height)
+
+
+def log_axis_range(*lines: Sequence[float] | np.ndarray, margin: float = 1.5) -> list[float] | None:
+    """Both ends of a log axis, in log10 units as plotly wants them: `margin` times below the lowest and above
+    the highest finite positive value drawn (None when there is none: plotly then finds the range itself).
+
+    Both ends, always: drawn by Streamlit, a range with an open end (`[None, top]`) is now and then dropped
+    in the browser (one page load in three, here), and plotly stretches the axis over everything again."""
+    values = np.concatenate([np.asarray(line, dtype=np.float64).ravel() for line in lines]) if lines else np.empty(0)
+    values = values[np.isfinite(values) & (values > 0)]
+    if not values.size:
+        return None
+    return [math.log10(values.min() / margin), math.log10(values.max() * margin)]

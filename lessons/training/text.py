@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from lessons.common.safe_text import escape_markdown
+
 INTRO = """
 Each of the three small models in this app was trained right here, by the code you can read below. Now
 train one yourself. Every **step** draws 64 fresh random words, asks the model to predict each answer letter
@@ -108,6 +110,20 @@ CHEATER_RESULT = (
 # ----- the example word ---------------------------------------------------------------------------------
 
 EXAMPLE_WORD = "Example word (3 to 8 letters a–z)"
+
+
+# Marked in colour, not in an error box: a wrong answer is the model's mistake, not the app's.
+def right_answer(word: str, answer: str) -> str:
+    return f"Your model wrote **{escape_markdown(answer)}** for *{escape_markdown(word)}*: :green[**right** ✓]"
+
+
+def wrong_answer(word: str, answer: str, expected: str) -> str:
+    return (
+        f"Your model wrote **{escape_markdown(answer)}** for *{escape_markdown(word)}*: :red[**wrong** ✗]. "
+        f"The right answer is **{escape_markdown(expected)}**."
+    )
+
+
 SELF_ATTENTION_EXAMPLE = (
     "Rows are the positions that read, columns the positions they read. Look at the rows from `=` on: each "
     "writes the next sorted letter, and a trained head looks straight at that letter in the word."

@@ -21,7 +21,7 @@ from anatomy.training.tasks import LetterTask
 from lessons.common import hosting, training_slots
 from lessons.common.plots import heatmap
 from lessons.common.safe_text import escape_markdown
-from lessons.common.ui import linked, loaders, widgets
+from lessons.common.ui import linked, loaders
 from lessons.training import figures as training_figures
 from lessons.training import links, text
 from lessons.training import live as live_training
@@ -46,7 +46,7 @@ def choose_settings() -> TrainingChoice:
     """The model, steps, learning rate and seed, all kept in the link (a link can be out of range: defaults)."""
     name = linked.segmented("Model to train", links.MODEL, text.MODELS, "sorter")
     st.markdown(text.ABOUT_MODEL[name])
-    steps_column, rate_column, seed_column = st.columns(3)
+    steps_column, seed_column = st.columns(2)
     steps = linked.number_input(
         "Training steps",
         links.STEPS,
@@ -55,9 +55,10 @@ def choose_settings() -> TrainingChoice:
         DEFAULT_STEPS,
         container=steps_column,
     )
-    rates = {f"{rate:g}": f"{rate:g}" for rate in live_training.LEARNING_RATES}
-    rate = float(linked.segmented("Learning rate", links.LEARNING_RATE, rates, "0.003", container=rate_column))
     seed = linked.number_input("Seed", links.SEED, 0, live_training.MAX_SEED, 0, container=seed_column)
+    # The five rates take a line of their own: in a third of the row, 0.03 was cut off by its edge.
+    rates = {f"{rate:g}": f"{rate:g}" for rate in live_training.LEARNING_RATES}
+    rate = float(linked.segmented("Learning rate", links.LEARNING_RATE, rates, "0.003"))
     st.caption(text.shipped_recipe(RECIPES[name].settings.steps))
     return TrainingChoice(name, steps, rate, seed)
 
@@ -175,7 +176,8 @@ def show_example(result: LiveRun, recipe: Recipe) -> None:
     except ValueError as problem:
         st.warning(escape_markdown(str(problem)), icon=":material/spellcheck:")
         return
-    widgets.show_literal(recipe.task.predict(result.model, [word])[0], label="Your model's answer")
+    answer, expected = recipe.task.predict(result.model, [word])[0], recipe.task.answer(word)
+    st.markdown(text.right_answer(word, answer) if answer == expected else text.wrong_answer(word, answer, expected))
     if view.kind == "self-attention":
         st.markdown(text.SELF_ATTENTION_EXAMPLE)
         if isinstance(recipe.config, DecoderConfig) and not recipe.config.causal:

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
+from lessons.causal.figures import DESKTOP_CHART, NUMBERS_FROM_PX
 from lessons.decoder import families
 from lessons.decoder.figures import distribution_figure, family_masks_figure, heads_figure
 
@@ -57,11 +58,13 @@ def test_the_alignment_marks_outline_the_chosen_cell_of_every_row():
     assert outlines[0].showlegend and not outlines[1].showlegend
 
 
-def test_numbers_are_written_in_small_panels_only():
-    small = heatmaps(heads_figure(rectangular_weights(), STEPS, SOURCE))[0]
-    assert small.texttemplate == "%{z:.2f}"
-    large = heatmaps(heads_figure(torch.full((1, 11, 11), 1 / 11), list("abcdefghijk"), list("abcdefghijk")))[0]
-    assert large.texttemplate is None
+def test_numbers_are_written_only_where_a_desktop_chart_has_room_for_them():
+    small = heads_figure(rectangular_weights(), STEPS, SOURCE)
+    assert heatmaps(small)[0].texttemplate == "%{z:.2f}"
+    assert small.layout.meta[NUMBERS_FROM_PX] <= DESKTOP_CHART  # narrower charts hide them (chart_ui)
+    letters = list("abcdefghijk")
+    wide = heads_figure(torch.full((4, 11, 11), 1 / 11), letters, letters)  # 44 cells across
+    assert all(trace.texttemplate is None for trace in heatmaps(wide))
 
 
 def test_the_distribution_shows_every_steps_probabilities_and_outlines_the_written_token():

@@ -45,14 +45,22 @@ def test_overview_tiles_every_map_with_one_empty_line_between_them():
     assert not any("<b>" in label for label in list(figure.data[0].x) + list(figure.data[0].y))
 
 
-def test_pooled_overview_names_token_ranges_and_scales_to_the_largest_weight():
+def test_pooled_overview_names_token_ranges_and_keeps_the_weights_0_to_1_scale():
     pooled = np.full((1, 1, 2, 2), 0.25)
     pooled[0, 0, 0, 1] = 0.5
     figure = figures.attention_overview(pooled, [(0, 2), (2, 4)], TOKENS)
     assert list(figure.data[0].x) == ["head 0 · key tokens 0–1", "head 0 · key tokens 2–3"]
-    assert figure.data[0].zmax == 0.5 and figure.data[0].zmin == 0.0
+    assert figure.data[0].zmax == 1.0 and figure.data[0].zmin == 0.0  # a mean weight is a weight
     assert "mean weight" in figure.data[0].hovertemplate
     assert not figure.layout.shapes
+
+
+def test_the_overview_and_the_full_map_colour_equal_weights_alike():
+    weights = np.random.default_rng(2).dirichlet(np.ones(4), size=(2, 3, 4))  # (L, H, T, T), rows sum to 1
+    overview = figures.attention_overview(weights, [(i, i + 1) for i in range(4)], TOKENS)
+    detail = figures.attention_map(weights[1, 2] * 0.5, TOKENS, TOKENS)  # a head whose weights stay below 0.5
+    ranges = {(trace.zmin, trace.zmax) for trace in (overview.data[0], detail.data[0])}
+    assert ranges == {(0.0, 1.0)}
 
 
 def test_attention_map_keeps_every_weight_and_numbers_rows_from_the_window_start():
@@ -135,3 +143,28 @@ def test_classifier_output_chart_shows_logits_beside_probabilities():
     np.testing.assert_allclose(np.asarray(figure.data[0].y), logits)
     np.testing.assert_allclose(np.asarray(figure.data[1].y), probabilities)
     assert list(figure.data[0].x) == ["label 0", "label 1", "label 2"]
+
+
+def test_heatmaps_with_tokens_above_make_room_for_the_labels_and_the_title():
+    depths = ["embeddings", "after layer 0"]
+    figure = figures.layer_token_heatmap(np.ones((2, 4)), depths, ["a-long-word-piece"] * 4, title="‖h‖")
+    assert figure.layout.xaxis.side == "top" and figure.layout.xaxis.automargin is True
+    assert figure.layout.margin.t is None or figure.layout.margin.t < 60  # no fixed margin the labels outgrow
+    assert figures.attention_map(np.ones((2, 2)), TOKENS[:2], TOKENS[:2]).layout.xaxis.automargin is True
+
+
+def test_the_main_path_labels_stand_upright_so_a_phone_keeps_them_apart():
+    labels = ["embeddings", "L0 LN₁", "L0 x+Attn"]
+    figure = figures.main_path_chart(np.ones((3, 2)), labels, 19.6)
+    assert figure.layout.xaxis.tickangle == -90 and figure.layout.xaxis.automargin is True
+
+
+def test_the_classifier_titles_fit_half_a_phones_chart():
+    figure = figures.classifier_output_chart(np.array([0.1, -0.1]), np.array([0.55, 0.45]))
+    assert [note.text for note in figure.layout.annotations] == ["logits", "softmax(logits)"]
+
+
+def test_a_titled_cls_chart_leaves_room_for_its_subplot_title_under_the_title():
+    figure = figures.cls_vector_chart(np.ones(4), title="the vector the head reads")
+    assert [note.text for note in figure.layout.annotations] == ["h[CLS]"]
+    assert figure.layout.margin.t >= 55  # about 30 px for the title, then the subplot's title

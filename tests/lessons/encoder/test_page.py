@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import inspect
+import json
 
 import numpy as np
 import pytest
@@ -317,6 +318,13 @@ def test_the_parameter_table_adds_up_to_the_loaded_model(embedded):
     zoo = app.dataframe[1].value.set_index("model")
     assert zoo.loc["bert-base-uncased", "≈"] == "109.5M" and zoo.loc["bert-large-uncased", "≈"] == "335.1M"
     assert "22,713,216" in all_markdown(app)
+
+    # Counts are shown with thousands separators (11,720,448), and stay numbers underneath.
+    for frame in app.dataframe:
+        settings = json.loads(frame.proto.columns)
+        counts = frame.value.select_dtypes("integer").columns
+        assert len(counts) >= 2
+        assert all(settings[name]["type_config"]["format"] == "localized" for name in counts)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -140,3 +140,68 @@ def test_similarity_figures_label_each_depth():
     # Cosines near 1 get the whole colour range: the scale starts at the smallest value, or 0.99.
     assert per_token.data[0].zmin == 0.99 and per_token.data[0].zmax == 1.0
     assert viz.token_similarity_map(np.array([[1.0, 0.95]]), ["a", "b"]).data[0].zmin == 0.95
+
+
+def shown_tick_labels(figure, axis: str) -> list[bool]:
+    """Whether each panel's x or y axis shows its tick labels, panel by panel."""
+    return [bool(figure.layout[f"{axis}axis{viz._axis_suffix(panel)}"].showticklabels) for panel in range(12)]
+
+
+def test_a_grid_of_heads_labels_rows_on_its_first_column_and_columns_under_its_lowest_row():
+    tokens = "[CLS] the cat sat on the mat and the dog ate my homework [SEP]".split()
+    figure = viz.head_grid(attention(12, 14), viz.token_labels(tokens), [f"head {head}" for head in range(12)])
+    # 14 labels fit across a panel of a desktop chart three abreast, not four: 4 rows of 3 panels.
+    assert figure.layout.xaxis4.domain == figure.layout.xaxis.domain
+    assert shown_tick_labels(figure, "y") == [panel % 3 == 0 for panel in range(12)]
+    assert shown_tick_labels(figure, "x") == [panel >= 9 for panel in range(12)]
+    plot_width = 700  # pixels of an 820 px desktop chart left for the maps, after the row labels
+    panel_width = (figure.layout.xaxis.domain[1] - figure.layout.xaxis.domain[0]) * plot_width
+    assert panel_width >= 14 * 12  # plotly drops labels closer than 12 px (10 px text)
+    assert figure.layout.xaxis10.tickangle == -90  # upright labels need only their line height each
+
+
+def test_the_columns_of_a_grid_follow_the_number_of_labels():
+    assert [viz.panel_columns(count) for count in (7, 12, 13, 16, 17, 24, 25)] == [4, 4, 3, 3, 2, 2, 4]
+
+
+def test_two_sentences_label_each_map_on_its_outer_side():
+    first, second = attention(1, 7)[0], attention(1, 7, seed=1)[0]
+    figure = viz.map_panels(
+        [first, second],
+        [viz.token_labels("[CLS] time flies like an arrow [SEP]".split()), viz.token_labels(list("abcdefg"))],
+        ["sentence A", "sentence B"],
+        columns=2,
+        zmax=1.0,
+    )
+    assert figure.layout.yaxis.side == "left" and figure.layout.yaxis2.side == "right"
+    assert figure.layout.yaxis.showticklabels and figure.layout.yaxis2.showticklabels
+    assert figure.layout.xaxis.showticklabels and figure.layout.xaxis2.showticklabels
+    colour_bar = figure.layout.coloraxis.colorbar
+    assert colour_bar.orientation == "h"  # under the maps: beside them it would sit on sentence B's labels
+    with pytest.raises(ValueError):
+        viz.map_panels([first] * 3, [list("abcdefg"), list("hijklmn"), list("opqrstu")], ["a", "b", "c"])
+
+
+def test_the_ablation_scale_starts_at_a_round_number_below_the_values_and_says_so():
+    similarity = np.array([[1.0, 1.0, 1.0], [0.9990, 0.9777, 0.9951]])
+    figure = viz.token_similarity_map(similarity, ["[CLS]", "like", "[SEP]"])
+    trace = figure.data[0]
+    assert (trace.zmin, trace.zmax) == (0.95, 1.0)
+    # 0.978 sits in the middle of the scale, not at its dark end as on a 0.978–1 scale.
+    assert 0.4 < (0.9777 - trace.zmin) / (trace.zmax - trace.zmin) < 0.6
+    assert trace.colorbar.title.text == "cosine, 0.95 to 1"
+    assert viz.similarity_floor(0.2) == 0.0 and viz.similarity_floor(-0.3) == -1.0
+
+
+def test_numbers_printed_in_cells_are_at_least_11_px_and_only_where_a_phone_has_room():
+    statistics = viz.layer_head_map(np.full((6, 12), 0.5), "entropy")
+    assert statistics.data[0].texttemplate and statistics.data[0].textfont.size >= 11
+    assert not viz.layer_head_map(np.full((24, 16), 0.5), "entropy").data[0].texttemplate
+    few = viz.token_similarity_map(np.ones((3, 7)), list("abcdefg"))
+    assert few.data[0].texttemplate and few.data[0].textfont.size >= 11
+    assert not viz.token_similarity_map(np.ones((3, 9)), list("abcdefghi")).data[0].texttemplate
+
+
+def test_where_a_word_looks_labels_its_keys_upright():
+    figure = viz.focus_rows([np.array([0.5, 0.5])] * 2, [["a", "b"], ["c", "d"]], ["A", "B"])
+    assert figure.layout.xaxis.tickangle == -90 and figure.layout.xaxis2.tickangle == -90

@@ -8,9 +8,17 @@ import base64
 import numpy as np
 import pytest
 
-from harness.apptest import HOSTILE_TEXTS, aligned_lines, all_markdown, assert_clean, open_page, plotly_figures
+from harness.apptest import (
+    HOSTILE_TEXTS,
+    aligned_lines,
+    all_markdown,
+    assert_clean,
+    open_page,
+    plotly_figures,
+    show_tab,
+)
 from lessons.common.runs import run_encoder
-from lessons.multihead import ablation, links
+from lessons.multihead import ablation, comparison, links
 from lessons.multihead import statistics as head_stats
 
 PAGE = "pages/multihead.py"
@@ -153,6 +161,51 @@ def test_two_sentences_show_where_the_shared_word_looks_in_each(embedded):
     assert_clean(app)
     assert "Type a sentence in both boxes" in all_markdown(app)
     assert app.text_input(key=links.SENTENCE_B).value == "   "  # what the user typed is kept
+
+
+def most_different_head(
+    embedded, layer: int, sentences=("time flies like an arrow", "fruit flies like a banana")
+) -> int:
+    """The head in which "flies" (token 2 of both sentences) looks most differently, as comparison computes it."""
+    runs = [run_encoder(embedded.model, embedded.tokenizer, sentence) for sentence in sentences]
+    first, second = (sentence_run.attention_weights[layer] for sentence_run in runs)
+    shifts = comparison.word_attention_shift(first, second, (2, 2))
+    return int(shifts.argmax())
+
+
+@pytest.mark.slow
+def test_two_sentences_open_on_the_head_that_differs_most_when_the_learner_chose_none(embedded):
+    app = open_page(PAGE, text=TEXT, query={links.TAB: links.TWO_SENTENCES})
+    assert_clean(app)
+    most = most_different_head(embedded, 0)
+    assert most != 2  # the default head would show two maps that look alike: the case the learner reported
+    assert app.selectbox(key=links.HEAD).value == most and app.query_params[links.HEAD] == str(most)
+    maps, rows, _ = plotly_figures(app)
+    assert maps["layout"]["title"]["text"] == f"Layer 0, head {most}, in both sentences"
+    assert f"differs most between the sentences in head {most} " in all_markdown(app)
+
+    app.selectbox(key=links.LAYER).set_value(3).run()  # still no head chosen: the suggestion follows the layer
+    assert app.selectbox(key=links.HEAD).value == most_different_head(embedded, 3)
+
+
+@pytest.mark.slow
+def test_a_head_chosen_in_the_link_or_with_the_picker_stands_on_the_two_sentences_tab(embedded):
+    most = most_different_head(embedded, 0)
+    chosen = (most + 1) % 12
+    app = open_page(PAGE, text=TEXT, query={links.TAB: links.TWO_SENTENCES, links.HEAD: str(chosen)})
+    assert app.selectbox(key=links.HEAD).value == chosen
+
+    app = open_page(PAGE, text=TEXT)  # opened on "All heads" with the default head, which the link then shows
+    assert app.query_params[links.HEAD] == "2"
+    show_tab(app, links.TAB, links.TWO_SENTENCES)
+    assert app.selectbox(key=links.HEAD).value == most  # the learner had chosen none
+    app.selectbox(key=links.HEAD).set_value(chosen).run()
+    assert app.selectbox(key=links.HEAD).value == chosen
+    app.text_input(key=links.SENTENCE_B).input("fruit flies like an apple").run()
+    assert_clean(app)
+    assert app.selectbox(key=links.HEAD).value == chosen  # the learner's choice outlives new sentences
+    show_tab(app, links.TAB, links.ALL_HEADS)
+    assert app.selectbox(key=links.HEAD).value == chosen
 
 
 def test_the_statistics_table_and_map_equal_head_statistics(run):

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import html
+import re
+
 import numpy as np
 import pytest
 import torch
 
 from anatomy.positional import sinusoidal_positional_encoding
+from lessons.common.plots import safe_label
 from lessons.positional.analysis import offset_profile, similarity_matrix
 from lessons.positional.figures import (
     MAX_HEATMAP_CELLS,
@@ -20,6 +24,17 @@ from lessons.positional.figures import (
     similarity_heatmap,
     similarity_to_position,
 )
+
+LONG_NAME = "paraphrase-multilingual-MiniLM-L12-v2 (embedded)"  # a model from the hub with a long name
+
+
+def subtitle_lines(figure) -> list[str]:
+    """The lines of a figure's subtitle as a learner reads them (markup left out)."""
+    return [re.sub(r"<[^>]+>", "", line) for line in (figure.layout.title.subtitle.text or "").split("<br>")]
+
+
+def plain_subtitle(figure) -> str:
+    return " ".join(subtitle_lines(figure))
 
 
 def test_evenly_spaced_keeps_everything_that_fits():
@@ -46,7 +61,7 @@ def test_a_small_table_is_drawn_whole_with_its_exact_values():
     np.testing.assert_array_equal(trace.z, table.numpy())
     assert trace.z.dtype == np.float32  # compact binary in the page
     assert list(trace.x) == list(range(384)) and list(trace.y) == list(range(64))
-    assert "drawn" not in encoding_heatmap(table, "Sinusoidal").layout.title.text
+    assert "drawn" not in plain_subtitle(encoding_heatmap(table, "Sinusoidal"))
     assert trace.zmin == -trace.zmax == pytest.approx(-1.0, abs=1e-3)  # symmetric: white means 0
 
 
@@ -59,7 +74,7 @@ def test_a_large_table_is_thinned_to_true_rows_and_columns():
     assert columns.tolist() == list(range(0, 1024, 3))  # 384 columns fit; the odd step keeps sin and cos
     assert trace.z.size <= MAX_HEATMAP_CELLS
     np.testing.assert_array_equal(trace.z, table.numpy()[np.ix_(rows, columns)])
-    assert "one position in 4, one dimension in 3" in figure.layout.title.text
+    assert "drawn: one position in 4, one dimension in 3" in plain_subtitle(figure)
 
 
 def test_colours_saturate_at_the_99th_percentile_so_one_outlier_cannot_wash_out_the_rest():
@@ -105,7 +120,7 @@ def test_similarity_heatmap_shows_the_matrix_and_thins_long_ones():
     picks = np.asarray(trace.x)
     assert len(picks) == MAX_SIMILARITY_SIDE and picks.tolist() == list(range(0, 512, 4))
     np.testing.assert_allclose(trace.z, large.numpy()[np.ix_(picks, picks)], rtol=1e-6)
-    assert "drawn: one position in 4" in similarity_heatmap(large, "cosine").layout.title.text
+    assert "drawn: one position in 4" in plain_subtitle(similarity_heatmap(large, "cosine", "Sinusoidal"))
 
 
 def test_dot_products_are_not_forced_around_zero():
@@ -122,3 +137,32 @@ def test_offset_figure_draws_band_and_mean_per_table():
     np.testing.assert_allclose(lowest.y, profile.lowest.numpy(), rtol=1e-6)
     np.testing.assert_allclose(mean.y, profile.mean.numpy(), rtol=1e-6)
     assert lowest.fill == "tonexty" and list(mean.x) == list(range(25))
+
+
+@pytest.mark.parametrize("chart", ["table", "similarity"])
+def test_a_chart_drawn_beside_another_names_its_table_in_the_title_and_the_rest_in_lines_that_fit_below(chart):
+    table = sinusoidal_positional_encoding(512, 1024)  # thinned both ways: a note says so
+    details = f"by {LONG_NAME}<br>512 positions × 1024 dimensions"
+    if chart == "table":
+        figure = encoding_heatmap(table, "Learned", details)
+    else:
+        figure = similarity_heatmap(similarity_matrix(table[:, :64]), "cosine", "Learned", details)
+    # One line of title: plotly lifted a title of several lines out of the chart (its margin is pushed for it).
+    assert figure.layout.title.text == "Learned"
+    lines = subtitle_lines(figure)
+    assert max(len(line) for line in lines) <= 44  # about 200 px of subtitle: one of two charts at 150 %
+    assert "512 positions × 1024 dimensions" in lines  # a detail that fits stays on one line
+    words = "".join(lines).replace(" ", "")  # nothing is lost
+    assert words.startswith("byparaphrase-multilingual-MiniLM-L12-v2(embedded)512positions×1024dimensions")
+    assert words.endswith("drawn:onepositionin4" + (",onedimensionin3" if chart == "table" else ""))
+
+
+def test_a_long_line_is_broken_between_words_and_never_inside_an_escaped_character():
+    from lessons.positional.figures import fitted_lines
+
+    assert fitted_lines("by someone<br>64 positions × 384 dimensions") == "by someone<br>64 positions × 384 dimensions"
+    name = safe_label("<b>" * 16)  # a typed name of 48 characters, drawn as typed
+    lines = fitted_lines(f"by {name}").split("<br>")
+    assert "".join(html.unescape(line) for line in lines) == "by " + "<b>" * 16
+    assert all(len(html.unescape(line)) <= 44 for line in lines) and len(lines) == 2
+    assert all(not re.search(r"[<>]|&(?!lt;|gt;|amp;)", line) for line in lines)  # each &lt; whole, on one line

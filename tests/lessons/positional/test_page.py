@@ -4,6 +4,7 @@ control and link changes it, and bad numbers or hostile text give a message, nev
 from __future__ import annotations
 
 import base64
+import re
 
 import numpy as np
 import pytest
@@ -32,19 +33,36 @@ def as_numbers(array) -> np.ndarray:
     return np.asarray(array)
 
 
+def title_of(figure: dict) -> str:
+    """A chart's title and subtitle as a learner reads them: lines joined by spaces, markup left out."""
+    title = figure["layout"]["title"]
+    text = " ".join([title["text"], *([title["subtitle"]["text"]] if "subtitle" in title else [])])
+    return re.sub(r"<[^>]+>", "", text.replace("<br>", " "))
+
+
 def figure_titled(app, words: str) -> dict:
     """The one chart on the page whose title contains `words`."""
-    found = [figure for figure in plotly_figures(app) if words in figure["layout"]["title"]["text"]]
-    assert len(found) == 1, [figure["layout"]["title"]["text"] for figure in plotly_figures(app)]
+    found = [figure for figure in plotly_figures(app) if words in title_of(figure)]
+    assert len(found) == 1, [title_of(figure) for figure in plotly_figures(app)]
     return found[0]
 
 
 def table_values(app, table: str) -> np.ndarray:
     """The values drawn in the heatmap of the "Sinusoidal" or "Learned" position table."""
-    titles = [(figure, figure["layout"]["title"]["text"]) for figure in plotly_figures(app)]
+    titles = [(figure, title_of(figure)) for figure in plotly_figures(app)]
     tables = [figure for figure, title in titles if title.startswith(table) and "positions ×" in title]
     assert len(tables) == 1
     return as_numbers(tables[0]["data"][0]["z"])
+
+
+def metrics_by_table(app) -> dict[str, dict[str, str]]:
+    """The measurements of the properties tab, per table: each column is headed by its table's name."""
+    found = {}
+    for column in app.columns:
+        heads = [item.value for item in column.markdown if item.value.startswith("**The ")]
+        if heads and column.metric:
+            found[heads[0].strip("*")] = {metric.label: metric.value for metric in column.metric}
+    return found
 
 
 def learned_weight(embedded, positions: int) -> np.ndarray:
@@ -78,7 +96,7 @@ def test_the_whole_table_tab_draws_the_paper_encoding_beside_the_models_learned_
     assert app.number_input(key=links.BASE).value == 10_000.0
     assert app.slider(key=links.SHOWN).value == 64
     sinusoidal = sinusoidal_positional_encoding(64, 384)
-    np.testing.assert_array_equal(table_values(app, "Sinusoidal: 64 positions × 384 "), sinusoidal.numpy())
+    np.testing.assert_array_equal(table_values(app, "Sinusoidal 64 positions × 384 "), sinusoidal.numpy())
     np.testing.assert_array_equal(table_values(app, "Learned"), learned_weight(embedded, 64))
     assert "BERT-family models" in all_markdown(app) and "**learn**" in all_markdown(app)
 
@@ -120,11 +138,24 @@ def test_similarity_and_properties_shown_equal_what_anatomy_computes(embedded):
     assert properties.loc["sinusoidal", "largest |value|"] == 1.0
     assert properties.loc["sinusoidal", "widest band at one distance"] < 1e-6  # distance alone decides
     assert properties.loc["learned", "widest band at one distance"] > 0.1  # not for the learned one
-    metrics = {metric.label: metric.value for metric in app.metric}
-    assert metrics["Sinusoidal: largest |value|"] == "1.000000"
-    assert metrics["Sinusoidal: built twice"] == "identical"
+    metrics = metrics_by_table(app)
+    assert metrics["The sinusoidal table"]["largest |value|"] == "1.000000"
+    assert metrics["The sinusoidal table"]["built twice"] == "identical"
     learned = describe_encoding(tables["learned"])
-    assert metrics["Learned: largest |value|"] == f"{learned.largest_magnitude:.6f}"
+    assert metrics["The learned table"]["largest |value|"] == f"{learned.largest_magnitude:.6f}"
+    assert metrics["The learned table"]["smallest distance between two rows"] == f"{learned.closest_distance:.6f}"
+
+
+def test_each_tables_measurements_stand_in_its_own_column_under_its_name_with_labels_that_fit_it():
+    app = open_tab(PROPERTIES)
+    assert_clean(app)
+    metrics = metrics_by_table(app)
+    assert list(metrics) == ["The sinusoidal table", "The learned table"]
+    measured = ["largest |value|", "smallest distance between two rows"]
+    assert list(metrics["The sinusoidal table"]) == [*measured, "built twice"]
+    assert list(metrics["The learned table"]) == measured
+    # Half of a desktop zoomed to 150 % holds about 36 characters of a metric's label beside its help icon.
+    assert max(len(metric.label) for metric in app.metric) <= 36
 
 
 def test_width_base_positions_and_dimensions_redraw_the_encoding(embedded):
@@ -137,7 +168,7 @@ def test_width_base_positions_and_dimensions_redraw_the_encoding(embedded):
     assert (app.query_params[links.WIDTH], app.query_params[links.BASE]) == ("16", "100")
     show_tab(app, links.TAB, TABLE)
     np.testing.assert_array_equal(
-        table_values(app, "Sinusoidal: 64 positions × 16 "), sinusoidal_positional_encoding(64, 16, 100.0).numpy()
+        table_values(app, "Sinusoidal 64 positions × 16 "), sinusoidal_positional_encoding(64, 16, 100.0).numpy()
     )
 
     app.slider(key=links.SHOWN).set_value(16).run()
@@ -164,7 +195,7 @@ def test_position_and_measure_redraw_the_similarity():
     np.testing.assert_allclose(as_numbers(row["data"][0]["y"]), dots[5].numpy(), rtol=1e-5)
     assert as_numbers(row["data"][0]["y"])[5] == pytest.approx(192.0)  # |P(t)|² = d/2
     assert row["layout"]["shapes"][0]["x0"] == 5
-    assert "zmin" not in figure_titled(app, "Sinusoidal: dot product of every pair")["data"][0]
+    assert "zmin" not in figure_titled(app, "Sinusoidal dot product of every pair")["data"][0]
     assert (app.query_params[links.POSITION], app.query_params[links.MEASURE]) == ("5", "dot")
 
 
@@ -184,7 +215,7 @@ def test_a_link_restores_every_choice():
     assert app.slider(key=links.SHOWN).value == 16 and app.multiselect(key=links.DIMENSIONS).value == [0, 5]
     encoding = sinusoidal_positional_encoding(16, 8, 100.0)
     np.testing.assert_array_equal(
-        table_values(open_tab(TABLE, query), "Sinusoidal: 16 positions × 8 "), encoding.numpy()
+        table_values(open_tab(TABLE, query), "Sinusoidal 16 positions × 8 "), encoding.numpy()
     )
     app = open_tab(SIMILARITY, query)
     assert app.slider(key=links.POSITION).value == 3 and app.radio(key=links.MEASURE).value == "dot"
@@ -226,7 +257,7 @@ def test_unusable_link_values_fall_back_to_the_defaults_with_a_note(query):
     app = open_tab(SIMILARITY, query)
     assert app.slider(key=links.POSITION).value == 32 and app.radio(key=links.MEASURE).value == "cosine"
     np.testing.assert_array_equal(
-        table_values(open_tab(TABLE, query), "Sinusoidal: 64 positions × 384 "),
+        table_values(open_tab(TABLE, query), "Sinusoidal 64 positions × 384 "),
         sinusoidal_positional_encoding(64, 384).numpy(),
     )
 
@@ -249,7 +280,7 @@ def test_bad_numbers_typed_in_are_explained_and_kept_until_fixed():
     assert_clean(app)
     assert not app.error
     np.testing.assert_array_equal(
-        table_values(show_tab(app, links.TAB, TABLE), "Sinusoidal: 64 positions × 2 "),
+        table_values(show_tab(app, links.TAB, TABLE), "Sinusoidal 64 positions × 2 "),
         sinusoidal_positional_encoding(64, 2).numpy(),
     )
 

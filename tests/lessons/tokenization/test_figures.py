@@ -116,3 +116,32 @@ def test_embedding_rows_centre_the_colours_on_the_largest_magnitude_and_escape_t
     assert (heat.zmin, heat.zmax) == (-2.0, 2.0)
     assert list(heat.y) == ["#0 &lt;b&gt;", "#1 a&amp;b"]
     assert heat.z.dtype == np.float32
+
+
+def test_the_legend_stands_below_the_text_one_kind_a_line_in_room_of_its_own():
+    # In one row the four kinds are wider than a phone: plotly folded them into a box scrolling over the text.
+    one_line = token_highlight(["a"], ["a"], [(0, 0, 1)], ["word"])
+    two_lines = token_highlight(["ab"], ["a", "b"], [(0, 0, 1), (0, 1, 2)], ["word", "word"], line_width=1)
+    legend = one_line.layout.legend
+    assert (legend.orientation, legend.yref, legend.y, legend.yanchor) == ("v", "container", 0, "bottom")
+    assert one_line.layout.margin.b >= 4 * 20  # four entries of about 20 px, under the plot, not on it
+    assert two_lines.layout.height - one_line.layout.height == 24  # the legend's room does not shrink the text
+
+
+def test_the_embedding_title_is_broken_into_lines_that_fit_a_phone_and_the_chart_grows_for_them():
+    vectors = torch.zeros(7, 64)
+    labels = [f"t{i}" for i in range(7)]
+    short = embedding_rows(vectors, labels, title="Token vectors")
+    title = "Token type vectors: row 0 or 1 of the segment table, first 64 dimensions"
+    long = embedding_rows(vectors, labels, title=title)
+    lines = long.layout.title.text.split("<br>")
+    assert lines == ["Token type vectors: row 0 or 1 of the", "segment table, first 64 dimensions"]
+    assert all(len(line) <= 44 for line in lines)  # about 310 px of bold title
+    assert long.layout.height == short.layout.height + 20  # the plot keeps its height
+
+
+def test_the_embedding_title_pushes_the_top_margin_so_the_dimension_axis_title_above_the_matrix_never_sits_on_it():
+    figure = embedding_rows(torch.zeros(3, 8), ["a", "b", "c"], title="Token vectors, first 8 dimensions")
+    assert figure.layout.xaxis.side == "top" and figure.layout.xaxis.title.text == "dimension"
+    title = figure.layout.title
+    assert title.automargin is True and title.yref == "container"  # measured from the chart's top, not the plot's

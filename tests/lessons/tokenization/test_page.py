@@ -54,6 +54,11 @@ def metric(app, label: str) -> str:
     return next(item.value for item in app.metric if item.label == label)
 
 
+def filled(column) -> list[str]:
+    """A column of the side-by-side table without the blanks after a tokenizer's last token."""
+    return [token for token in column if token != ""]
+
+
 def open_tab(tab: str, text: str, query: dict[str, str] | None = None):
     return open_page(PAGE, text=text, query={links.TAB: tab, **(query or {})})
 
@@ -140,11 +145,33 @@ def test_three_tokenizers_split_the_same_text_side_by_side(compared, embedded):
     side_by_side = table_with(compared, "Unigram")
     bpe, unigram = split_with(train_bpe(400), TEXT, "BPE"), split_with(train_unigram(400), TEXT, "Unigram")
     assert list(side_by_side.columns) == ["WordPiece", "BPE", "Unigram"]
-    assert list(side_by_side["WordPiece"].dropna()) == embedded.tokenizer.tokenize(TEXT)
-    assert tuple(side_by_side["BPE"].dropna()) == bpe.tokens
-    assert tuple(side_by_side["Unigram"].dropna()) == unigram.tokens
+    assert filled(side_by_side["WordPiece"]) == embedded.tokenizer.tokenize(TEXT)
+    assert tuple(filled(side_by_side["BPE"])) == bpe.tokens
+    assert tuple(filled(side_by_side["Unigram"])) == unigram.tokens
     assert metric(compared, "WordPiece, 30,522 pieces") == "7 tokens"
     assert metric(compared, "BPE, 400 pieces") == f"{len(bpe)} tokens"
+
+
+def test_where_a_tokenizer_made_fewer_tokens_its_cells_are_empty_not_none(compared):
+    side_by_side = table_with(compared, "Unigram")
+    shortest = min(side_by_side, key=lambda name: len(filled(side_by_side[name])))
+    assert len(filled(side_by_side[shortest])) < len(side_by_side)  # this text needs blanks
+    assert not side_by_side.isna().any().any()  # a missing cell would read "None"
+    assert side_by_side[shortest].tolist()[-1] == ""
+
+
+@pytest.mark.parametrize("rows, shown", [(1, 1), (12, 12), (25, 25), (26, 25), (512, 25)])
+def test_token_tables_show_every_row_up_to_25_without_a_scroll_bar_inside(rows, shown):
+    # Streamlit draws the header and every row 35 px tall inside a 3 px border; the old cap of 420 px
+    # showed 11 rows and hid the 12th behind a scroll bar.
+    from lessons.tokenization.ui import table_height
+
+    assert table_height(rows) == 35 * (shown + 1) + 3
+
+
+def test_the_special_tokens_toggle_gets_a_third_of_its_row_so_its_label_fits_a_desktop_zoomed_to_150_percent(opened):
+    (column,) = [column for column in opened.columns if column.toggle]
+    assert column.weight == pytest.approx(1 / 3)  # a quarter (about 125 px there) cut "Special tokens" short
 
 
 def test_switching_special_tokens_off_removes_cls_and_sep(embedded):

@@ -6,7 +6,15 @@ import pytest
 
 from lessons.common.runs import tokenize
 from lessons.tokenization import zoo as tokenizer_zoo
-from lessons.tokenization.zoo import UNIGRAM_UNKNOWN, describe_tokens, read_corpus, split_with, train_bpe, train_unigram
+from lessons.tokenization.zoo import (
+    UNIGRAM_UNKNOWN,
+    Split,
+    describe_tokens,
+    read_corpus,
+    split_with,
+    train_bpe,
+    train_unigram,
+)
 
 SENTENCES = (
     "Attention is all you need.",
@@ -137,3 +145,13 @@ def test_after_truncation_only_the_characters_of_kept_tokens_are_read(embedded):
     assert tokenizer_zoo.texts_read(rows, (text, pair), tokenized.truncated) == ("one two", "five six")
     whole = tokenize(embedded.tokenizer, text, pair)
     assert tokenizer_zoo.texts_read(describe_tokens(whole, (text, pair)), (text, pair), whole.truncated) == (text, pair)
+
+
+def test_side_by_side_leaves_a_blank_where_a_tokenizer_made_fewer_tokens_never_none():
+    from lessons.tokenization.zoo import side_by_side
+
+    table = side_by_side([Split("WordPiece", 9, ("time", "flies")), Split("BPE", 9, ("ti", "me", "fl", "ies"))])
+    assert list(table.columns) == ["WordPiece", "BPE"]
+    assert table["WordPiece"].tolist() == ["time", "flies", "", ""]
+    assert table["BPE"].tolist() == ["ti", "me", "fl", "ies"]
+    assert not table.isna().any().any()  # st.dataframe writes a missing cell as "None"

@@ -48,13 +48,31 @@ def test_a_4000_step_curve_with_its_average_is_under_50_kb_to_send(monkeypatch):
     assert size < 50_000  # 2 × 4000 float32 in base64 is 42,668 bytes; JSON numbers would be ~3×
 
 
-def test_the_loss_axis_ends_just_above_the_highest_line_not_at_a_thousand():
-    figure = loss_curve([3.3, 2.0, 0.5, 0.1], planned_steps=10, chance_loss=3.4)
-    bottom, top = figure.layout.yaxis.range
-    assert bottom is None  # plotly still finds the bottom itself
+def test_the_loss_axis_spans_the_lines_drawn_from_end_to_end_not_up_to_a_thousand():
+    figure = loss_curve([3.3, 2.0, 0.5, 0.1], planned_steps=10, smoothed=[3.3, 2.6, 1.9, 1.5], chance_loss=3.4)
+    bottom, top = figure.layout.yaxis.range  # log10 units, as plotly reads a log axis's range
+    # Both ends are numbers: Streamlit's browser now and then dropped [None, top] and plotly stretched the axis.
+    assert 10**bottom == pytest.approx(0.1 / 1.5)  # the lowest loss, with room below
     assert 10**top == pytest.approx(3.4 * 1.5)  # the guessing level is the highest line here
     above_guessing = loss_curve([5.0, 1.0], planned_steps=10, chance_loss=3.4)
     assert 10 ** above_guessing.layout.yaxis.range[1] == pytest.approx(7.5)
+
+
+def test_a_loss_that_blew_up_or_reached_zero_does_not_break_the_axis():
+    figure = loss_curve([3.3, float("inf"), float("nan"), 0.0, 0.2], planned_steps=10)
+    assert [10**end for end in figure.layout.yaxis.range] == pytest.approx([0.2 / 1.5, 3.3 * 1.5])
+    assert loss_curve([], planned_steps=10).layout.yaxis.range is None  # nothing drawn yet: plotly decides
+
+
+def test_the_guessing_label_sits_on_its_line_on_the_log_axis():
+    chance = math.log(30)
+    figure = loss_curve(LOSSES, 10, chance_loss=chance)
+    (label,) = figure.layout.annotations
+    (level,) = figure.layout.shapes
+    # A shape's y is a loss; an annotation's y on a log axis is log10 of one (3.4 put the label at 10^3.4 ≈ 2500).
+    assert (label.yref, level.yref) == ("y", "y")
+    assert 10**label.y == pytest.approx(level.y0) == pytest.approx(chance)
+    assert label.yanchor == "bottom" and label.text == "guessing: 3.40"
 
 
 def test_the_title_is_set_only_when_given():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -119,6 +120,36 @@ def test_malformed_or_out_of_range_link_values_fall_back_to_the_defaults(not_hos
     assert app.number_input(key=links.STEPS).value == 1000 and app.number_input(key=links.SEED).value == 0
     assert app.segmented_control(key=links.LEARNING_RATE).value == "0.003"
     assert app.segmented_control(key=links.MODEL).value == "sorter"
+
+
+def test_the_five_learning_rates_stand_on_a_line_of_their_own_not_in_a_third_of_a_row(not_hosted):
+    app = open_page(PAGE)
+    assert_clean(app)
+    assert app.segmented_control(key=links.LEARNING_RATE).options == ["0.0003", "0.001", "0.003", "0.01", "0.03"]
+    # In a third of the row, 0.03 was cut off by its edge on a desktop zoomed to 150 % and on a phone.
+    assert not any(column.segmented_control for column in app.columns)
+    assert [item.label for column in app.columns for item in column.number_input] == ["Training steps", "Seed"]
+
+
+@pytest.mark.slow
+def test_a_wrong_answer_to_the_example_word_is_marked_wrong_with_the_right_answer_beside_it(not_hosted):
+    app = train({links.STEPS: "20", links.WORD: "banana"})
+    answer = RECIPES["sorter"].task.predict(app.session_state["tr_result"].model, ["banana"])[0]
+    assert answer != "aaabnn"  # 20 steps teach it little
+    assert not app.error  # the model's mistake, not the app's
+    marked = f"Your model wrote **{answer}** for *banana*: :red[**wrong** ✗]. The right answer is **aaabnn**."
+    assert marked in [item.value for item in app.markdown]
+
+
+@pytest.mark.slow
+def test_a_right_answer_to_the_example_word_is_marked_right(not_hosted):
+    app = train({links.STEPS: "20", links.WORD: "planet"})
+    shipped = loaders.get_model(str(RECIPES["sorter"].folder)).model  # 100 % right on held-out words; only read
+    app.session_state["tr_result"] = replace(app.session_state["tr_result"], model=shipped)
+    app.run()
+    assert_clean(app)
+    assert not app.error
+    assert "Your model wrote **aelnpt** for *planet*: :green[**right** ✓]" in [item.value for item in app.markdown]
 
 
 @pytest.mark.slow
