@@ -13,6 +13,10 @@ This file holds the same mechanism twice, on purpose:
 * `MultiHeadAttention` computes all heads with one matrix multiply per projection and a reshape, as torch's
   `nn.MultiheadAttention` and every real model do. It is what the models here run. A test proves that both
   forms give the same numbers from the same weights.
+
+`MultiHeadAttention` also carries the two switches of modern LLMs (Llama, SmolLM2): grouped-query attention,
+where groups of query heads share one key head and one value head, and rotary positions, which turn every
+query and key by an angle set by its position (see `anatomy.rotary`). With neither, it is GPT-2's and BERT's.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from anatomy.cache import LayerCache
+from anatomy.rotary import rotate
 from anatomy.trace import AttentionTrace
 
 
@@ -130,20 +136,36 @@ def merge_heads(hidden: Tensor) -> Tensor:
 
 
 class MultiHeadAttention(nn.Module):
-    """All heads at once: one D×D projection each for Q, K and V, split into H heads by a reshape.
+    """All heads at once: one projection each for Q, K and V, split into heads by a reshape.
 
     Self-attention when the keys and values come from the same sequence as the queries. In cross-attention
     (the decoder of an encoder-decoder) the queries come from the sequence being written and the keys and
     values from another one, the encoder's output, which makes each head's score matrix T × S.
+
+    With `num_kv_heads` below `num_heads` (grouped-query attention), W_K and W_V project to H_kv heads only and
+    query head h reads key/value head h // (H / H_kv): SmolLM2-135M's 9 query heads share 3 key/value heads,
+    so its KV cache is a third of the size. `num_kv_heads=1` is multi-query attention. With `rope_theta`, queries
+    and keys are turned by their positions (rotary embeddings) before they are compared.
     """
 
-    def __init__(self, width: int, num_heads: int):
+    def __init__(
+        self,
+        width: int,
+        num_heads: int,
+        *,
+        num_kv_heads: int | None = None,
+        bias: bool = True,
+        rope_theta: float | None = None,
+    ):
         super().__init__()
         self.num_heads = num_heads
-        self.query = nn.Linear(width, width)
-        self.key = nn.Linear(width, width)
-        self.value = nn.Linear(width, width)
-        self.output = nn.Linear(width, width)
+        self.num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        self.rope_theta = rope_theta
+        key_value_width = self.num_kv_heads * (width // num_heads)  # H_kv · d_head
+        self.query = nn.Linear(width, width, bias=bias)
+        self.key = nn.Linear(width, key_value_width, bias=bias)
+        self.value = nn.Linear(width, key_value_width, bias=bias)
+        self.output = nn.Linear(width, width, bias=bias)
 
     def forward(
         self,
@@ -152,19 +174,36 @@ class MultiHeadAttention(nn.Module):
         *,
         mask: Tensor | None = None,
         trace: bool = False,
+        positions: Tensor | None = None,
+        cache: LayerCache | None = None,
     ) -> tuple[Tensor, AttentionTrace | None]:
         """(B, T, D) queries' source and (B, S, D) keys' and values' source (the same sequence when None)
-        -> (B, T, D), plus every intermediate when trace=True."""
+        -> (B, T, D), plus every intermediate when trace=True.
+
+        `positions` (T,) are the queries' positions, needed with rotary embeddings. `cache` holds the keys and
+        values of earlier tokens: this call's are appended to it, and the queries attend to all of them.
+        """
         source = queries_from if keys_and_values_from is None else keys_and_values_from
         query = split_heads(self.query(queries_from), self.num_heads)  # (B, H, T, d_head)
-        key = split_heads(self.key(source), self.num_heads)  # (B, H, S, d_head)
-        value = split_heads(self.value(source), self.num_heads)  # (B, H, S, d_head)
+        key = split_heads(self.key(source), self.num_kv_heads)  # (B, H_kv, S, d_head)
+        value = split_heads(self.value(source), self.num_kv_heads)  # (B, H_kv, S, d_head)
+        if self.rope_theta is not None:
+            if positions is None:
+                raise ValueError("rotary attention needs the positions of its tokens")
+            query = rotate(query, positions, self.rope_theta)  # a query's angle depends on its own position,
+            key = rotate(key, positions, self.rope_theta)  # so does a key's: cached keys stay valid
+        if cache is not None:
+            key, value = cache.extend(key, value)  # (B, H_kv, S, d_head) the earlier tokens' and these
+        group = self.num_heads // self.num_kv_heads
+        key = key.repeat_interleave(group, dim=1)  # (B, H, S, d_head): query head h reads key head h // group
+        value = value.repeat_interleave(group, dim=1)  # (B, H, S, d_head)
         head_outputs, _ = scaled_dot_product_attention(query, key, value, mask, need_weights=trace)
         concatenated = merge_heads(head_outputs)  # (B, T, D)
         output = self.output(concatenated)  # (B, T, D)
         if not trace:
             return output, None
         # The weights are not kept: the trace recomputes them from Q and K, bit for bit (see AttentionTrace).
+        # Q and K are recorded as compared: rotated, and K and V repeated per query head.
         return output, AttentionTrace(
             query=query,
             key=key,

@@ -11,16 +11,22 @@ forget what it was given. Where the layer norm goes is the one real design choic
 An encoder block has two sublayers, a decoder block two or three: masked self-attention, then (in an
 encoder-decoder) cross-attention over the encoder's output, then feed-forward. Each `forward` below reads
 as the figure of the paper: for every sublayer, norm (pre-LN), sublayer, add, norm (post-LN).
+
+A Llama-family decoder block (SmolLM2) is the same pre-LN block with other parts plugged in by its
+configuration: RMSNorm for LayerNorm, grouped-query attention with rotary positions, a gated feed-forward.
 """
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from anatomy.attention import MultiHeadAttention
+from anatomy.cache import LayerCache
 from anatomy.config import DecoderConfig, NormPlacement, TransformerConfig
 from anatomy.feedforward import FeedForward
 from anatomy.masks import causal_mask, combine_masks
+from anatomy.norms import make_norm
 from anatomy.trace import LayerTrace
 
 
@@ -97,14 +103,23 @@ class DecoderLayer(ResidualBlock):
     def __init__(self, config: DecoderConfig):
         super().__init__(config)
         self.causal = config.causal
-        self.attention = MultiHeadAttention(config.width, config.num_heads)
-        self.attention_norm = nn.LayerNorm(config.width, eps=config.layer_norm_eps)
-        self.cross_attention = MultiHeadAttention(config.width, config.num_heads) if config.cross_attention else None
-        self.cross_attention_norm = (
-            nn.LayerNorm(config.width, eps=config.layer_norm_eps) if config.cross_attention else None
+        width, eps, bias = config.width, config.layer_norm_eps, config.bias
+        self.attention = MultiHeadAttention(
+            width,
+            config.num_heads,
+            num_kv_heads=config.key_value_heads,
+            bias=bias,
+            rope_theta=config.rope_theta if config.positions == "rotary" else None,
         )
-        self.feed_forward = FeedForward(config.width, config.ff_width, config.activation, config.dropout)
-        self.feed_forward_norm = nn.LayerNorm(config.width, eps=config.layer_norm_eps)
+        self.attention_norm = make_norm(config.norm_kind, width, eps)
+        self.cross_attention = (
+            MultiHeadAttention(width, config.num_heads, bias=bias) if config.cross_attention else None
+        )
+        self.cross_attention_norm = make_norm(config.norm_kind, width, eps) if config.cross_attention else None
+        self.feed_forward = FeedForward(
+            width, config.ff_width, config.activation, config.dropout, gated=config.feed_forward == "gated", bias=bias
+        )
+        self.feed_forward_norm = make_norm(config.norm_kind, width, eps)
 
     def forward(
         self,
@@ -113,14 +128,21 @@ class DecoderLayer(ResidualBlock):
         trace: bool = False,
         memory: Tensor | None = None,
         memory_mask: Tensor | None = None,
+        cache: LayerCache | None = None,
     ) -> tuple[Tensor, LayerTrace | None]:
         """(B, T, D) -> (B, T, D). `mask` (padding) is combined with the causal mask; `memory` (B, S, D) is the
-        encoder's output, which cross-attention reads, and `memory_mask` hides its padding."""
+        encoder's output, which cross-attention reads, and `memory_mask` hides its padding. With a `cache`, x
+        continues the cached tokens: they are attended to, and this call's keys and values join them."""
         layer_input = x
-        self_mask = combine_masks(causal_mask(x.size(1), x.device) if self.causal else None, mask)
+        num_cached = 0 if cache is None else cache.length
+        positions = torch.arange(num_cached, num_cached + x.size(1), device=x.device)  # (T,)
+        causal = causal_mask(x.size(1), x.device, num_cached) if self.causal else None  # (T, S)
+        self_mask = combine_masks(causal, mask)
 
         attention_input = self.before(self.attention_norm, x)
-        attended, attention = self.attention(attention_input, mask=self_mask, trace=trace)
+        attended, attention = self.attention(
+            attention_input, mask=self_mask, trace=trace, positions=positions, cache=cache
+        )
         attention_sum = x + self.dropout(attended)
         x = self.after(self.attention_norm, attention_sum)
         norm_outputs = {"attention_norm": self.norm_output(attention_input, x)}

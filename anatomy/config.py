@@ -11,8 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-Activation = Literal["gelu", "gelu_tanh", "relu"]
+Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
 NormPlacement = Literal["pre", "post"]
+NormKind = Literal["layer", "rms"]  # LayerNorm (BERT, GPT-2) or RMSNorm (Llama, SmolLM2)
+PositionKind = Literal["learned", "rotary"]  # a learned table added to the embeddings, or RoPE inside attention
+FeedForwardKind = Literal["plain", "gated"]  # expand-activate-contract (GPT-2), or SwiGLU's gated form (Llama)
 
 SEQ2SEQ_MODEL_TYPE = "anatomy-seq2seq"  # config.json's model_type for the encoder-decoder trained here
 
@@ -24,6 +27,7 @@ _HF_ACTIVATIONS: dict[str, Activation] = {
     "gelu_pytorch_tanh": "gelu_tanh",
     "gelu_fast": "gelu_tanh",
     "relu": "relu",
+    "silu": "silu",
 }
 
 
@@ -64,16 +68,41 @@ class EncoderConfig(TransformerConfig):
 
 @dataclass(frozen=True, kw_only=True)
 class DecoderConfig(TransformerConfig):
-    """A GPT-2-style decoder: causal attention, pre-LN, a final layer norm and a tied LM head."""
+    """A GPT-2-style decoder: causal attention, pre-LN, a final layer norm and a tied LM head.
+
+    The fields from `norm_kind` on are the switches that turn the same modules into a modern LLM of the
+    Llama family (SmolLM2, TinyLlama, Llama 2/3): RMSNorm, rotary positions, grouped-query attention, a gated
+    SwiGLU feed-forward and no biases. Their defaults are GPT-2's.
+    """
 
     vocab_size: int = 50257
-    max_positions: int = 1024
+    max_positions: int = 1024  # with rotary positions there is no table: the context length it was trained to
     activation: Activation = "gelu_tanh"
     norm: NormPlacement = "pre"
-    layer_norm_eps: float = 1e-5
+    layer_norm_eps: float = 1e-5  # the epsilon of whichever norm `norm_kind` picks
     tie_embeddings: bool = True  # the LM head reuses the token embedding matrix
     cross_attention: bool = False  # True for the decoder half of an encoder-decoder model
     causal: bool = True  # False only for the "cheater", trained to show why the mask exists
+    norm_kind: NormKind = "layer"  # LayerNorm (GPT-2) or RMSNorm (Llama)
+    positions: PositionKind = "learned"  # a learned position table (GPT-2) or rotary embeddings (Llama)
+    rope_theta: float = 10_000.0  # rotary base: pair k turns by position · θ^(−2k/d_head) (SmolLM2: 100 000)
+    # Key/value heads, each shared by num_heads / num_kv_heads query heads (grouped-query attention, Ainslie et
+    # al., 2023). None: one per query head, the original multi-head attention; 1: multi-query attention.
+    num_kv_heads: int | None = None
+    feed_forward: FeedForwardKind = "plain"  # "gated": down(activation(gate(x)) · up(x)), SwiGLU with silu
+    bias: bool = True  # biases on the attention and feed-forward projections (Llama has none)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.num_heads % self.key_value_heads:
+            raise ValueError(f"num_heads {self.num_heads} is not divisible by num_kv_heads {self.key_value_heads}")
+        if self.positions == "rotary" and self.head_width % 2:
+            raise ValueError(f"rotary positions turn pairs of coordinates: head width {self.head_width} is odd")
+
+    @property
+    def key_value_heads(self) -> int:
+        """H_kv: how many distinct key and value heads each attention layer computes."""
+        return self.num_heads if self.num_kv_heads is None else self.num_kv_heads
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,6 +160,25 @@ def family(config: TransformerConfig) -> str:
     return "decoder" if isinstance(config, DecoderConfig) else "encoder"
 
 
+# HuggingFaceTB/SmolLM2-135M(-Instruct): a Llama with 9 query heads sharing 3 key/value heads (its config.json).
+SMOLLM2_135M = DecoderConfig(
+    vocab_size=49152,
+    max_positions=8192,
+    width=576,
+    num_layers=30,
+    num_heads=9,
+    num_kv_heads=3,
+    ff_width=1536,
+    activation="silu",
+    layer_norm_eps=1e-5,
+    dropout=0.0,
+    norm_kind="rms",
+    positions="rotary",
+    rope_theta=100_000.0,
+    feed_forward="gated",
+    bias=False,
+)
+
 PRESETS: dict[str, TransformerConfig] = {
     "bert-base-uncased": EncoderConfig(),
     "bert-large-uncased": EncoderConfig(width=1024, num_layers=24, num_heads=16, ff_width=4096),
@@ -139,6 +187,7 @@ PRESETS: dict[str, TransformerConfig] = {
     "gpt2": DecoderConfig(),
     "gpt2-medium": DecoderConfig(width=1024, num_layers=24, num_heads=16, ff_width=4096),
     "gpt2-large": DecoderConfig(width=1280, num_layers=36, num_heads=20, ff_width=5120),
+    "SmolLM2-135M": SMOLLM2_135M,
 }
 
 
@@ -202,6 +251,8 @@ def config_from_hf(hf_config: Any) -> TransformerConfig:
             # Not a GPT-2 field: this project's own unmasked model records it; transformers ignores it.
             causal=_read(hf_config, "anatomy_causal", default=True),
         )
+    if model_type == "llama":
+        return _llama_config(hf_config)
     if model_type == SEQ2SEQ_MODEL_TYPE:
         # This project's own encoder-decoder: its config.json holds our field names as they are.
         present = {field.name: _read(hf_config, field.name) for field in fields(Seq2SeqConfig)}
@@ -209,12 +260,44 @@ def config_from_hf(hf_config: Any) -> TransformerConfig:
     raise ValueError(f"unsupported model_type {model_type!r}: this app reads BERT-family encoders and GPT-2 decoders")
 
 
-def _linear(fan_in: int, fan_out: int) -> int:
-    return fan_in * fan_out + fan_out
+def _llama_config(hf_config: Any) -> DecoderConfig:
+    """A Llama-family config.json (SmolLM2, TinyLlama, Llama 2/3) as the switches of our decoder."""
+    width, num_heads = _read(hf_config, "hidden_size"), _read(hf_config, "num_attention_heads")
+    head_width = _read(hf_config, "head_dim", default=width // num_heads)
+    if head_width != width // num_heads:
+        raise ValueError(f"head_dim {head_width} differs from hidden_size / num_attention_heads; not supported")
+    # transformers 5 nests the rotary settings in rope_parameters; config.json files of 4.x have rope_theta.
+    rope = _read(hf_config, "rope_parameters", "rope_scaling", default={}) or {}
+    if rope.get("rope_type", rope.get("type", "default")) != "default":
+        raise ValueError(f"rotary scaling {rope.get('rope_type', rope.get('type'))!r} is not supported")
+    if _read(hf_config, "attention_bias", default=False) or _read(hf_config, "mlp_bias", default=False):
+        raise ValueError("Llama checkpoints with biases are not supported")
+    return DecoderConfig(
+        vocab_size=_read(hf_config, "vocab_size"),
+        max_positions=_read(hf_config, "max_position_embeddings", default=2048),
+        width=width,
+        num_layers=_read(hf_config, "num_hidden_layers"),
+        num_heads=num_heads,
+        num_kv_heads=_read(hf_config, "num_key_value_heads", default=num_heads),
+        ff_width=_read(hf_config, "intermediate_size"),
+        activation=_activation(_read(hf_config, "hidden_act", default="silu")),
+        layer_norm_eps=float(_read(hf_config, "rms_norm_eps", default=1e-6)),
+        dropout=0.0,
+        tie_embeddings=bool(_read(hf_config, "tie_word_embeddings", default=False)),
+        norm_kind="rms",
+        positions="rotary",
+        rope_theta=float(rope.get("rope_theta", _read(hf_config, "rope_theta", default=10_000.0))),
+        feed_forward="gated",
+        bias=False,
+    )
 
 
-def _layer_norm(width: int) -> int:
-    return 2 * width
+def _linear(fan_in: int, fan_out: int, bias: bool = True) -> int:
+    return fan_in * fan_out + (fan_out if bias else 0)
+
+
+def _layer_norm(width: int, kind: NormKind = "layer") -> int:
+    return width if kind == "rms" else 2 * width  # RMSNorm has a gain and no bias
 
 
 def parameter_breakdown(config: TransformerConfig) -> dict[str, int]:
@@ -226,18 +309,16 @@ def parameter_breakdown(config: TransformerConfig) -> dict[str, int]:
             for half, part in halves.items()
             for name, count in parameter_breakdown(part).items()
         }
+    if isinstance(config, DecoderConfig):
+        return _decoder_breakdown(config)
     D, F = config.width, config.ff_width
     attention = 4 * _linear(D, D)  # W_Q, W_K, W_V and W_O, each with a bias
     feed_forward = _linear(D, F) + _linear(F, D)
     layer_norms = 2 * _layer_norm(D)  # one around each sublayer
-    cross_attention = 0
-    if isinstance(config, DecoderConfig) and config.cross_attention:
-        cross_attention = 4 * _linear(D, D) + _layer_norm(D)
     parts = {
         "token embeddings": config.vocab_size * D,
         "position embeddings": config.max_positions * D,
         "attention (all layers)": config.num_layers * attention,
-        "cross-attention (all layers)": config.num_layers * cross_attention,
         "feed-forward (all layers)": config.num_layers * feed_forward,
         "layer norms (all layers)": config.num_layers * layer_norms,
     }
@@ -246,9 +327,31 @@ def parameter_breakdown(config: TransformerConfig) -> dict[str, int]:
         parts["embedding layer norm"] = _layer_norm(D) if config.embedding_layer_norm else 0
         parts["pooler"] = _linear(D, D) if config.pooler else 0
         parts["final layer norm"] = _layer_norm(D) if config.norm == "pre" else 0
-    if isinstance(config, DecoderConfig):
-        parts["final layer norm"] = _layer_norm(D)
-        parts["LM head"] = 0 if config.tie_embeddings else config.vocab_size * D
+    return {name: count for name, count in parts.items() if count}
+
+
+def _decoder_breakdown(config: DecoderConfig) -> dict[str, int]:
+    """A decoder's parameters, whichever switches it uses: with grouped-query attention W_K and W_V are
+    H_kv·d_head wide instead of D, a gated feed-forward has a third matrix, RMSNorm has no bias, rotary
+    positions have no table. (The component names stay those of GPT-2's table, RMSNorm included.)"""
+    D, F, bias = config.width, config.ff_width, config.bias
+    key_value_width = config.key_value_heads * config.head_width
+    attention = 2 * _linear(D, D, bias) + 2 * _linear(D, key_value_width, bias)  # W_Q, W_O; W_K, W_V
+    feed_forward = _linear(D, F, bias) + _linear(F, D, bias)
+    if config.feed_forward == "gated":
+        feed_forward += _linear(D, F, bias)  # the gate
+    norm = _layer_norm(D, config.norm_kind)
+    cross_attention = 4 * _linear(D, D, bias) + norm if config.cross_attention else 0
+    parts = {
+        "token embeddings": config.vocab_size * D,
+        "position embeddings": config.max_positions * D if config.positions == "learned" else 0,
+        "attention (all layers)": config.num_layers * attention,
+        "cross-attention (all layers)": config.num_layers * cross_attention,
+        "feed-forward (all layers)": config.num_layers * feed_forward,
+        "layer norms (all layers)": config.num_layers * 2 * norm,  # one before each sublayer
+        "final layer norm": norm,
+        "LM head": 0 if config.tie_embeddings else config.vocab_size * D,
+    }
     return {name: count for name, count in parts.items() if count}
 
 

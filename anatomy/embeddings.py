@@ -3,7 +3,8 @@
 A lookup table gives each token id a vector; on its own that vector says nothing about *where* the token
 sits, and attention is blind to order. So a position vector is added: a learned row of a second table
 (BERT, GPT-2) or the fixed sinusoidal pattern of the original paper. BERT also adds a segment ("token
-type") vector telling sentence A from sentence B, then normalises the sum.
+type") vector telling sentence A from sentence B, then normalises the sum. Models with rotary positions
+(Llama, SmolLM2) add nothing here: position enters inside attention instead (`anatomy.rotary`).
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from anatomy.config import EncoderConfig, TransformerConfig
+from anatomy.config import DecoderConfig, EncoderConfig, TransformerConfig
 from anatomy.positional import sinusoidal_positional_encoding
 from anatomy.trace import EmbeddingTrace
 
 
 class Embeddings(nn.Module):
-    """token + position (+ token type), then (for BERT) LayerNorm, then dropout."""
+    """token + position (+ token type), then (for BERT) LayerNorm, then dropout; the token alone with rotary
+    positions."""
 
     sinusoidal: Tensor  # (max_positions, D) the fixed table, a buffer, when there is no learned one
 
@@ -25,7 +27,11 @@ class Embeddings(nn.Module):
         super().__init__()
         width = config.width
         self.token = nn.Embedding(config.vocab_size, width)
-        if sinusoidal_positions:
+        rotary = isinstance(config, DecoderConfig) and config.positions == "rotary"
+        self.position_kind = "rotary" if rotary else "sinusoidal" if sinusoidal_positions else "learned"
+        if rotary:
+            self.position = None  # no table and no buffer: positions turn the queries and keys instead
+        elif sinusoidal_positions:
             self.position = None
             self.register_buffer(
                 "sinusoidal", sinusoidal_positional_encoding(config.max_positions, width), persistent=False
@@ -39,17 +45,20 @@ class Embeddings(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(
-        self, input_ids: Tensor, token_type_ids: Tensor | None = None, trace: bool = False
+        self, input_ids: Tensor, token_type_ids: Tensor | None = None, trace: bool = False, first_position: int = 0
     ) -> tuple[Tensor, EmbeddingTrace | None]:
-        """(B, T) ids -> (B, T, D) vectors."""
+        """(B, T) ids -> (B, T, D) vectors. `first_position`: where these tokens start (after a cached prefix)."""
         num_tokens = input_ids.size(1)
         token = self.token(input_ids)  # (B, T, D)
-        if self.position is None:
-            position = self.sinusoidal[:num_tokens][None].to(token.dtype)  # (1, T, D)
-        else:
-            positions = torch.arange(num_tokens, device=input_ids.device)
+        position: Tensor | None
+        if self.position is not None:
+            positions = torch.arange(first_position, first_position + num_tokens, device=input_ids.device)
             position = self.position(positions)[None]  # (1, T, D)
-        summed = token + position
+        elif self.position_kind == "sinusoidal":
+            position = self.sinusoidal[first_position : first_position + num_tokens][None].to(token.dtype)  # (1, T, D)
+        else:
+            position = None  # rotary: positions are applied to the queries and keys
+        summed = token if position is None else token + position
         token_type = None
         if self.token_type is not None:
             if token_type_ids is None:

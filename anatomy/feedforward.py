@@ -3,6 +3,11 @@
 Attention mixes information *between* tokens; this sublayer then transforms each token's vector
 independently, through a hidden layer about four times wider than the model. Most of a transformer's
 parameters live here.
+
+Llama-family models (SmolLM2 included) use a *gated* variant, SwiGLU ("GLU Variants Improve Transformer",
+Shazeer, 2020): two expansions side by side, one passed through the non-linearity (silu) and used as a gate
+that scales the other unit by unit, `contract(silu(gate(x)) · expand(x))`. Hugging Face calls the three
+matrices gate_proj, up_proj and down_proj.
 """
 
 from __future__ import annotations
@@ -17,25 +22,43 @@ ACTIVATIONS = {
     "gelu": lambda x: F.gelu(x),  # exact, with erf: BERT
     "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),  # the tanh approximation: GPT-2
     "relu": F.relu,  # the original Transformer ("Attention Is All You Need", §3.3)
+    "silu": F.silu,  # x · sigmoid(x), the "Swish" of SwiGLU: Llama, SmolLM2
 }
 
 
 class FeedForward(nn.Module):
-    """Expand D -> F, apply the non-linearity, contract F -> D."""
+    """Expand D -> F, apply the non-linearity, contract F -> D; gated: the non-linearity of a second
+    expansion (the gate) multiplies the first one before the contraction."""
 
-    def __init__(self, width: int, ff_width: int, activation: Activation = "gelu", dropout: float = 0.0):
+    def __init__(
+        self,
+        width: int,
+        ff_width: int,
+        activation: Activation = "gelu",
+        dropout: float = 0.0,
+        *,
+        gated: bool = False,
+        bias: bool = True,
+    ):
         super().__init__()
         self.activation_name = activation
-        self.expand = nn.Linear(width, ff_width)
-        self.contract = nn.Linear(ff_width, width)
+        self.gate = nn.Linear(width, ff_width, bias=bias) if gated else None
+        self.expand = nn.Linear(width, ff_width, bias=bias)
+        self.contract = nn.Linear(ff_width, width, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, hidden: Tensor, trace: bool = False) -> tuple[Tensor, FeedForwardTrace | None]:
         """(B, T, D) -> (B, T, D), plus the hidden activations when trace=True."""
         nonlinearity = ACTIVATIONS[self.activation_name]
         preactivation = self.expand(hidden)  # (B, T, F)
-        output = self.dropout(self.contract(nonlinearity(preactivation)))  # (B, T, D)
+        if self.gate is None:
+            activation = nonlinearity(preactivation)  # (B, T, F)
+            gate_preactivation = None
+        else:
+            gate_preactivation = self.gate(hidden)  # (B, T, F)
+            activation = nonlinearity(gate_preactivation) * preactivation  # the gate scales each unit
+        output = self.dropout(self.contract(activation))  # (B, T, D)
         if not trace:
             return output, None
         # The activations are not kept: the trace recomputes them from the pre-activations (see FeedForwardTrace).
-        return output, FeedForwardTrace(preactivation, output, nonlinearity)
+        return output, FeedForwardTrace(preactivation, output, nonlinearity, gate_preactivation)

@@ -6,13 +6,14 @@ import torch
 from torch import Tensor
 
 
-def causal_mask(num_tokens: int, device: torch.device | str | None = None) -> Tensor:
-    """(T, T) lower-triangular mask: token t sees positions 0..t and nothing after it.
+def causal_mask(num_tokens: int, device: torch.device | str | None = None, num_cached: int = 0) -> Tensor:
+    """(T, num_cached + T) lower-triangular mask: token t sees positions 0..t and nothing after it.
 
     A decoder is trained to predict token t+1 from tokens 0..t; without this mask it could simply read
-    the answer one position to the right.
+    the answer one position to the right. After `num_cached` earlier tokens (a KV cache), the T new tokens sit
+    at positions num_cached .. num_cached + T − 1 and may all read the cached ones.
     """
-    return torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device).tril()
+    return torch.ones(num_tokens, num_cached + num_tokens, dtype=torch.bool, device=device).tril(num_cached)
 
 
 def padding_mask(attention_mask: Tensor) -> Tensor:

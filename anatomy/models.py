@@ -1,16 +1,20 @@
-"""Whole models: a BERT-style encoder, a classification head on [CLS], and a GPT-2-style decoder."""
+"""Whole models: a BERT-style encoder, a classification head on [CLS], and a decoder-only language model
+(GPT-2, or a Llama-family model such as SmolLM2 when its configuration says so)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from anatomy.blocks import DecoderLayer, EncoderLayer
+from anatomy.cache import KVCache
 from anatomy.config import DecoderConfig, EncoderConfig
 from anatomy.embeddings import Embeddings
 from anatomy.masks import padding_mask
+from anatomy.norms import make_norm
 from anatomy.trace import ModelTrace
 
 
@@ -36,11 +40,13 @@ class StackOutput:
         return tuple(layer.attention.weights for layer in self.recorded_trace.layers)
 
 
-def _run_stack(layers, embeddings_output, embedding_trace, mask, trace, final_norm=None, **layer_kwargs):
+def _run_stack(layers, embeddings_output, embedding_trace, mask, trace, final_norm=None, cache=None, **layer_kwargs):
     """Feed the embeddings through every block, keeping each block's output (and trace)."""
     hidden = embeddings_output
     hidden_states, layer_traces = [hidden], []
-    for layer in layers:
+    for index, layer in enumerate(layers):
+        if cache is not None:
+            layer_kwargs["cache"] = cache.layers[index]
         hidden, layer_trace = layer(hidden, mask, trace=trace, **layer_kwargs)
         hidden_states.append(hidden)
         layer_traces.append(layer_trace)
@@ -108,24 +114,46 @@ class SequenceClassifier(nn.Module):
 
 
 class DecoderOnlyLM(nn.Module):
-    """A GPT-2-style language model: embeddings, L causal blocks, a final LayerNorm, and an LM head
-    that reuses the token embedding matrix (weight tying: one table both reads and writes tokens)."""
+    """A decoder-only language model: embeddings, L causal blocks, a final norm, and an LM head that (when
+    tied) reuses the token embedding matrix: one table both reads and writes tokens.
+
+    GPT-2 with the default configuration; SmolLM2 and the Llama family with RMSNorm, rotary positions,
+    grouped-query attention and a gated feed-forward (see `DecoderConfig`).
+    """
 
     def __init__(self, config: DecoderConfig):
         super().__init__()
         self.config = config
         self.embeddings = Embeddings(config)
         self.layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.num_layers))
-        self.final_norm = nn.LayerNorm(config.width, eps=config.layer_norm_eps)
+        self.final_norm = make_norm(config.norm_kind, config.width, config.layer_norm_eps)
         self.lm_head = None if config.tie_embeddings else nn.Linear(config.width, config.vocab_size, bias=False)
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, trace: bool = False) -> StackOutput:
-        """(B, T) ids -> logits (B, T, V) for the token after each position."""
-        embedded, embedding_trace = self.embeddings(input_ids, trace=trace)
+    def new_cache(self) -> KVCache:
+        """An empty key/value cache for one batch of sequences, to pass to `forward` call after call."""
+        return KVCache(self.config.num_layers)
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        trace: bool = False,
+        cache: KVCache | None = None,
+        last_logits_only: bool = False,
+    ) -> StackOutput:
+        """(B, T) ids -> logits (B, T, V) for the token after each position.
+
+        With a `cache`, the ids continue the sequence the cache has read (and are added to it);
+        `attention_mask` (B, S) then covers the cached tokens too. `last_logits_only` scores the last position
+        alone, (B, 1, V): all that generation needs, and the LM head is a large share of a small model's work.
+        """
+        num_cached = 0 if cache is None else cache.length
+        embedded, embedding_trace = self.embeddings(input_ids, trace=trace, first_position=num_cached)
         mask = None if attention_mask is None else padding_mask(attention_mask)
-        stack = _run_stack(self.layers, embedded, embedding_trace, mask, trace, self.final_norm)
-        head = self.embeddings.token.weight if self.lm_head is None else self.lm_head.weight
-        logits = stack.last_hidden_state @ head.T  # (B, T, V)
+        stack = _run_stack(self.layers, embedded, embedding_trace, mask, trace, self.final_norm, cache=cache)
+        head = self.embeddings.token.weight if self.lm_head is None else self.lm_head.weight  # (V, D)
+        scored = stack.last_hidden_state[:, -1:] if last_logits_only else stack.last_hidden_state
+        logits = F.linear(scored, head)  # (B, T, V): every position's vector against every token's row
         return StackOutput(stack.last_hidden_state, stack.hidden_states, stack.trace, logits)
 
     @torch.no_grad()

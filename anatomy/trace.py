@@ -68,15 +68,19 @@ class AttentionTrace:
 class FeedForwardTrace:
     """The position-wise feed-forward network: expand to F, apply the non-linearity, contract to D."""
 
-    hidden_preactivation: Tensor  # (B, T, F)
+    hidden_preactivation: Tensor  # (B, T, F) the expansion (up_proj in a gated feed-forward)
     output: Tensor  # (B, T, D)
-    nonlinearity: Callable[[Tensor], Tensor]  # the one the forward applied (GELU, ReLU ...)
+    nonlinearity: Callable[[Tensor], Tensor]  # the one the forward applied (GELU, ReLU, SiLU ...)
+    gate_preactivation: Tensor | None = None  # (B, T, F) the gate's expansion (gate_proj), when gated
 
     @property
     def hidden_activation(self) -> Tensor:
-        """(B, T, F) the non-linearity applied to the pre-activations: an element-wise function, so
-        recomputing it gives the forward's numbers bit for bit, and a trace need not keep both."""
-        return self.nonlinearity(self.hidden_preactivation)
+        """(B, T, F) what enters the contraction: the non-linearity of the pre-activations, or, gated, the
+        non-linearity of the gate times the expansion. Element-wise functions, so recomputing them gives the
+        forward's numbers bit for bit, and a trace need not keep them."""
+        if self.gate_preactivation is None:
+            return self.nonlinearity(self.hidden_preactivation)
+        return self.nonlinearity(self.gate_preactivation) * self.hidden_preactivation
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,7 @@ class EmbeddingTrace:
     """Token ids turned into the vectors that enter layer 0."""
 
     token: Tensor  # (B, T, D) rows of the token embedding table
-    position: Tensor  # (B or 1, T, D) learned or sinusoidal position vectors
+    position: Tensor | None  # (B or 1, T, D) learned or sinusoidal position vectors; None with rotary positions
     token_type: Tensor | None  # (B, T, D) segment A/B vectors (BERT only)
     summed: Tensor  # (B, T, D) their sum
     output: Tensor  # (B, T, D) after the embedding layer norm, if the model has one
