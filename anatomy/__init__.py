@@ -1,8 +1,9 @@
 """Transformer anatomy: small, readable torch modules that run real pretrained weights.
 
 The transformer itself lives in this package's top-level modules (config, attention, masks, positional,
-embeddings, feedforward, blocks, models, seq2seq, trace, devices). `anatomy.checkpoints` reads and writes
-weights through declarative key maps; `anatomy.training` trains the small models this project ships.
+rotary, norms, embeddings, feedforward, blocks, models, seq2seq, cache, generation, trace, devices).
+`anatomy.checkpoints` reads and writes weights (Hugging Face folders and llama.cpp GGUF files) through
+declarative key maps; `anatomy.training` trains the small models this project ships.
 Nothing here imports the app: the lessons (`lessons/`) and pages (`pages/`) build on it.
 
 Dimension letters used in every shape comment of this package:
@@ -11,7 +12,8 @@ Dimension letters used in every shape comment of this package:
     T        tokens in the sequence being updated (the queries)
     S        tokens being attended to (the keys and values; S == T in self-attention)
     D        model width (hidden size, "d_model")
-    H        attention heads
+    H        attention heads (query heads)
+    H_kv     key/value heads (H in multi-head attention, fewer in grouped-query attention)
     d_head   width of one head (D // H)
     F        feed-forward hidden width ("intermediate size", usually 4 * D)
     V        vocabulary size

@@ -56,8 +56,8 @@ class ChatModel:
     @property
     def stop_token_ids(self) -> set[int]:
         """Where a chat answer ends: the eos token (<|im_end|> for SmolLM2)."""
-        eos = self.specials.eos
-        return set() if eos is None else {self.tokenizer.token_to_id(eos)}
+        eos = None if self.specials.eos is None else self.tokenizer.token_to_id(self.specials.eos)
+        return set() if eos is None else {eos}
 
 
 def load_chat_model(

@@ -110,9 +110,8 @@ def build_tokenizer(metadata: Mapping[str, Any], digits: Digits = "individual") 
 def encode(tokenizer: Tokenizer, text: str, specials: SpecialTokens) -> list[int]:
     """Token ids as llama.cpp gives them: bos first only where the file asks for it."""
     ids = tokenizer.encode(text, add_special_tokens=False).ids
-    if specials.add_bos and specials.bos is not None:
-        ids = [tokenizer.token_to_id(specials.bos), *ids]
-    return ids
+    bos = None if specials.bos is None else tokenizer.token_to_id(specials.bos)
+    return [bos, *ids] if specials.add_bos and bos is not None else ids
 
 
 def render_chat(
