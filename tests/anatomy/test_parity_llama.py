@@ -162,3 +162,17 @@ def test_generation_stops_once_every_sequence_has_produced_a_stop_token(ours):
     stop = greedy[3]  # the fourth new token
     stopped = generate(ours, prompt, 12, stop_token_ids={stop})[0, 4:].tolist()
     assert stopped == greedy[: greedy.index(stop) + 1]
+
+
+def test_two_conversations_interleaved_on_one_model_keep_apart(ours, input_ids):
+    """The model stores nothing between calls: each conversation's state is its own cache, so one model
+    object can serve every browser session at once."""
+    first, second = input_ids[:1], input_ids[1:]
+    alone = ours(first).logits
+    first_cache, second_cache = ours.new_cache(), ours.new_cache()
+    pieces = [ours(first[:, :6], cache=first_cache).logits]
+    ours(second[:, :9], cache=second_cache)
+    pieces.append(ours(first[:, 6:], cache=first_cache).logits)
+    ours(second[:, 9:], cache=second_cache)
+    assert (first_cache.length, second_cache.length) == (13, 13)
+    assert largest_difference(torch.cat(pieces, dim=1), alone) <= CACHE_TOLERANCE
