@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from playwright.sync_api import Page
+from playwright.sync_api import Page, ViewportSize
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"  # screenshots and server logs of the browser tests (ignored by git)
 SCREENSHOTS = ARTIFACTS / "screenshots"
-VIEWPORT = {"width": 1280, "height": 800}
+VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
 PAINT_TIMEOUT_MS = 120_000  # a cold model load plus a 512-token run on two shared cores, with room to spare
 SETTLE_SECONDS = 0.3  # charts must keep their count this long to count as all there
 
@@ -74,6 +74,15 @@ HEATMAP_ROWS = """(index) => {
   const plot = document.querySelectorAll('.js-plotly-plot')[index];
   return plot._fullData.filter(trace => trace.type === 'heatmap').map(trace => [...trace.z].map(row => [...row]));
 }"""
+
+
+# Labels drawn over labels, or cut off, in every chart and in Streamlit's own labels. A label is any text plotly
+# draws around a chart (titles, axis titles, tick labels, annotations, legend entries, colour bar ticks), never
+# the numbers printed inside heatmap cells. Each label is taken as the quadrilateral its glyphs fill on screen
+# (rotated tick labels are rotated boxes, not the larger upright boxes around them); two labels overlap when
+# they share more than 2 px across every direction; a label is drawn over a plot when it enters a plot area,
+# and cut off when it sticks out of its chart. Streamlit's own labels are cut off when they end in an ellipsis.
+LAYOUT_PROBLEMS = (Path(__file__).parent / "layout_problems.js").read_text(encoding="utf-8")
 
 
 @dataclass
@@ -144,6 +153,10 @@ class AppPage:
             ".map(cell => cell.textContent).join('')",
             plot_index,
         )
+
+    def layout_problems(self) -> list[str]:
+        """Labels drawn over labels or cut off, anywhere on the page (see LAYOUT_PROBLEMS)."""
+        return self.page.evaluate(LAYOUT_PROBLEMS)
 
     def exceptions(self) -> list[str]:
         return self.page.locator('[data-testid="stException"]').all_inner_texts()

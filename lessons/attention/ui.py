@@ -186,7 +186,9 @@ def _head_steps(reference: str, text: str, layer: int, head: int):
 def choose_focus(lesson: HeadLesson) -> tuple[int, bool, range, int, int]:
     """The step shown (or emphasised among all five), the window of tokens, and the query/key cell followed."""
     tokens = range(len(lesson.labels))
-    slider, back, forward, everything = st.columns([6, 1, 1, 3], vertical_alignment="bottom")
+    # The slider on a line of its own: beside it, at 150 % zoom, the buttons were too narrow for "Back".
+    slider = st.container()
+    back, forward, everything = st.columns([1, 1, 2], vertical_alignment="center")
     step = linked.select_slider(
         "Step",
         links.STEP,
@@ -342,7 +344,8 @@ def show_neuron_view(lesson: HeadLesson, query_index: int, key_index: int) -> No
         ),
         key="att_figure_neuron",
     )
-    sum_column, matrix_column, scaled_column, weight_column = st.columns(4)
+    # Two by two: four abreast cut "0.218694" short at 150 % zoom.
+    sum_column, matrix_column, scaled_column, weight_column = [*st.columns(2), *st.columns(2)]
     sum_column.metric("Sum of the products", f"{parts.sum_of_products:.6g}")
     matrix_column.metric(f"QKᵀ[{query_index}, {key_index}]", f"{parts.raw_score:.6g}")
     scaled_column.metric(f"÷ √{lesson.head_width}", f"{parts.scaled_score:.6g}")

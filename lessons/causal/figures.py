@@ -73,10 +73,7 @@ def styled(figure: go.Figure, title: str, height: int) -> go.Figure:
     """The app's look, with the title wrapped and the figure taller by the title's extra lines."""
     lines = wrapped(title)
     extra = TITLE_LINE_PX * lines.count("<br>")
-    figure = style(figure, lines, height=height + extra)
-    if extra:  # plotly hangs a title from its first line: the lines under it need the room above
-        figure.update_layout(title_pad_t=figure.layout.title.pad.t + extra)
-    return figure
+    return style(figure, lines, height=height + extra)
 
 
 def width_for_numbers(columns_across: int, characters: int, reserved: int = LABEL_ROOM) -> int:

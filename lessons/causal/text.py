@@ -36,49 +36,6 @@ PADDING_TEXT = (
     "padding when it batches. Below: the same head on the same text under each mask, on one colour scale."
 )
 
-MASK_FORMULA = (
-    r"\operatorname{weights} = \operatorname{softmax}\!\left(\frac{QK^{\top}}{\sqrt{d_k}} + M\right),"
-    r"\qquad M_{ts} = \begin{cases} 0 & s \le t \ \text{(the past and the token itself)}\\"
-    r" -\infty & s > t \ \text{(the future)} \end{cases}"
-)
-
-ENCODER_HONESTY = (
-    "The model here (by default all-MiniLM-L6-v2, a BERT-style **encoder**) was trained **without** a causal "
-    "mask: its heads learned to read the whole sentence in both directions. This part applies the mask to "
-    "the scores one of its heads computes, to show what the mask does to them. It is not how a trained "
-    "decoder attends: a decoder's heads learned their scores knowing that the future was hidden (the letter "
-    "sorter further down is one)."
-)
-
-PADDING_TEXT = (
-    "Sentences in a batch must have the same length, so the shorter ones are filled with [PAD] tokens. "
-    "A **padding mask** hides those keys from every query: the same −∞ trick, applied to whole columns "
-    "instead of a triangle. An encoder like BERT uses only this one; a decoder uses the causal mask, plus "
-    "padding when it batches. Below: the same head on the same text under each mask, on one colour scale."
-)
-
-ENCODER_HONESTY = (
-    "The model here (by default all-MiniLM-L6-v2, a BERT-style **encoder**) was trained **without** a causal "
-    "mask: its heads learned to read the whole sentence in both directions. This part applies the mask to "
-    "the scores one of its heads computes, to show what the mask does to them. It is not how a trained "
-    "decoder attends: a decoder's heads learned their scores knowing that the future was hidden (the letter "
-    "sorter further down is one)."
-)
-
-PADDING_TEXT = (
-    "Sentences in a batch must have the same length, so the shorter ones are filled with [PAD] tokens. "
-    "A **padding mask** hides those keys from every query: the same −∞ trick, applied to whole columns "
-    "instead of a triangle. An encoder like BERT uses only this one; a decoder uses the causal mask, plus "
-    "padding when it batches. Below: the same head on the same text under each mask, on one colour scale."
-)
-
-PADDING_TEXT = (
-    "Sentences in a batch must have the same length, so the shorter ones are filled with [PAD] tokens. "
-    "A **padding mask** hides those keys from every query: the same −∞ trick, applied to whole columns "
-    "instead of a triangle. An encoder like BERT uses only this one; a decoder uses the causal mask, plus "
-    "padding when it batches. Below: the same head on the same text under each mask, on one colour scale."
-)
-
 THREE_MASKS_NEED_AN_ENCODER = (
     "This comparison lifts the mask from a head, then pads the text: it needs an encoder, whose heads were "
     "trained to read the whole sentence. The model in the sidebar is a decoder trained under the causal mask, "

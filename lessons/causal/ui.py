@@ -134,7 +134,10 @@ def choose_padding(room: int) -> tuple[int, bool]:
         requirement=f"a whole number from 0 to {MAX_PADS}",
     )
     also_causal = linked.toggle(
-        "Padding and causal mask together (a padded decoder batch)", links.PAD_AND_CAUSAL, container=right
+        "Padding and causal together",
+        links.PAD_AND_CAUSAL,
+        container=right,
+        help="Both masks at once, as in a padded batch of a decoder.",
     )
     if requested > room:
         st.warning(

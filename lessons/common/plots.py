@@ -88,18 +88,22 @@ def heatmap(
 
 
 def base_layout(title: str = "", height: int | None = None) -> dict:
-    """The app's common look (white background, readable font, tight margins) as a layout dict."""
+    """The app's common look (white background, readable font, tight margins) as a layout dict.
+
+    A title of several lines (joined by <br>) shows its first line as the title and the others under it, in
+    plotly's smaller subtitle: plotly lifts the extra lines of a title that pushes the margin as if it stood on
+    the plot, and they left the chart at its top edge."""
+    if not title:
+        return dict(title=None, margin=dict(l=10, r=10, t=30, b=10), height=height)
+    first_line, _, other_lines = title.partition("<br>")
     # The title pushes the top margin itself (automargin, measured from the container), so it never sits on
     # tick labels drawn above a matrix or on an axis title, whatever their length.
-    return dict(
-        title=dict(
-            text=title, x=0, xanchor="left", automargin=True, yref="container", y=1, yanchor="top", pad=dict(t=6, b=8)
-        )
-        if title
-        else None,
-        margin=dict(l=10, r=10, t=20 if title else 30, b=10),
-        height=height,
+    heading = dict(
+        text=first_line, x=0, xanchor="left", automargin=True, yref="container", y=1, yanchor="top", pad=dict(t=6, b=8)
     )
+    if other_lines:
+        heading["subtitle"] = dict(text=other_lines)
+    return dict(title=heading, margin=dict(l=10, r=10, t=20, b=10), height=height)
 
 
 def style(figure: go.Figure, title: str = "", height: int | None = None) -> go.Figure:

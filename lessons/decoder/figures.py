@@ -172,7 +172,8 @@ def family_masks_figure(masks: Sequence, title: str = "") -> go.Figure:
     In the encoder-decoder panel, lines split the source positions from the target ones, so the three
     blocks (encoder self-attention, cross-attention, decoder self-attention) can be told apart.
     """
-    figure = _panels([pattern.family for pattern in masks], shared_rows=False)
+    # "encoder-<br>decoder": a name on one line is wider than its panel on a phone
+    figure = _panels([pattern.family.replace("-", "-<br>") for pattern in masks], shared_rows=False)
     for column, pattern in enumerate(masks, start=1):
         allowed = as_array(pattern.mask) > 0
         rows, columns = list(pattern.row_labels), list(pattern.column_labels)
@@ -202,4 +203,4 @@ def family_masks_figure(masks: Sequence, title: str = "") -> go.Figure:
             line = dict(color=MARK_COLOUR, width=2, dash="dot")
             figure.add_vline(x=edge, line=line, row=1, col=column)
             figure.add_hline(y=edge, line=line, row=1, col=column)
-    return styled(figure, title, 340).update_layout(margin=dict(b=40))
+    return styled(figure, title, 360).update_layout(margin=dict(b=60))

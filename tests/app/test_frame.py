@@ -14,6 +14,16 @@ from lessons.common.ui.widgets import aligned_lines_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = ["tokenization", "positional", "attention", "multihead", "causal", "encoder", "decoder", "training"]
+LESSON_TITLES = [
+    "Tokenization",
+    "Positional encodings",
+    "Scaled dot-product attention",
+    "Multi-head comparison",
+    "Causal masking",
+    "Encoder stack",
+    "Decoder & cross-attention",
+    "Train it yourself",
+]
 
 
 def test_welcome_page_shows_the_model_in_use_and_the_device():
@@ -22,6 +32,13 @@ def test_welcome_page_shows_the_model_in_use_and_the_device():
     assert any("6 layers, 12 attention heads of width 32" in item.value for item in app.markdown)
     badge = describe_device(torch.device(loaders.usable_device()))  # "CPU", or "CUDA (NVIDIA H100 80GB HBM3)"
     assert any(badge in item.value for item in app.sidebar.markdown)
+
+
+def test_welcome_page_numbers_the_lessons_and_reads_across_its_rows_in_that_order():
+    app = open_page("pages/home.py")
+    columns = [[link.proto.label for link in column.get("page_link")] for column in app.main.columns]
+    # Rows of three columns, one lesson each: across the first row 1, 2, 3 (not down a column: 1, 4, 7).
+    assert columns[:8] == [[f"{number}. {title}"] for number, title in enumerate(LESSON_TITLES, start=1)]
 
 
 def test_sidebar_text_comes_from_the_link():
@@ -58,6 +75,12 @@ def test_every_lesson_renders_the_default_text_without_an_exception(lesson):
     app = open_page(f"pages/{lesson}.py")
     assert_clean(app)
     assert app.title, f"{lesson} shows no title"
+    # It ends with links to the lessons before and after it, in the welcome page's order ("": the welcome page).
+    index = LESSONS.index(lesson)
+    neighbours = [([""] + LESSONS)[index]] + LESSONS[index + 1 : index + 2]
+    links = {link.proto.page: link.proto.label for link in app.get("page_link")}
+    assert list(links) == neighbours
+    assert all(label.startswith(f"{LESSONS.index(page) + 1}. ") for page, label in links.items() if page)
 
 
 def test_a_pages_code_is_sent_only_once_its_expander_is_opened_and_is_the_packages_own_source():

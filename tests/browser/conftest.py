@@ -9,6 +9,7 @@ machine (say, a Mac), but fail in CI (CI set), where a missing browser is a brok
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -34,7 +35,13 @@ def browser_type_launch_args(browser_type_launch_args):
 @pytest.fixture(scope="session")
 def app_server():
     """The app, served by `streamlit run app.py` on a free 127.0.0.1 port for the whole session."""
-    with StreamlitServer(log_path=ARTIFACTS / "streamlit-browser-tests.log") as server:
+    # ANATOMY_TEST_APP names another checkout's app.py, to replay these tests against it (say, to see a
+    # regression test fail on the code before its fix).
+    script = Path(os.environ.get("ANATOMY_TEST_APP", ROOT / "app.py"))
+    environment = {"PYTHONPATH": str(script.parent)} if "ANATOMY_TEST_APP" in os.environ else None
+    with StreamlitServer(
+        log_path=ARTIFACTS / "streamlit-browser-tests.log", script=script, environment=environment
+    ) as server:
         yield server
 
 

@@ -150,10 +150,14 @@ def previous_and_next(name: str) -> None:
     """Links to the lessons before and after `name`, at the end of a lesson."""
     index = next(position for position, lesson in enumerate(LESSONS) if lesson.name == name)
     st.divider()
-    before, _, after = st.columns([2, 1, 2])
+    before, after = st.columns(2)  # the arrows say which way: "Previous:" cut the names short at 150 % zoom
     if index > 0:
         previous = LESSONS[index - 1]
-        before.page_link(previous.file, label=f"Previous: {previous.numbered_title}", icon=":material/arrow_back:")
+        before.page_link(
+            previous.file, label=previous.numbered_title, icon=":material/arrow_back:", help="The previous lesson"
+        )
     if index + 1 < len(LESSONS):
         following = LESSONS[index + 1]
-        after.page_link(following.file, label=f"Next: {following.numbered_title}", icon=":material/arrow_forward:")
+        after.page_link(
+            following.file, label=following.numbered_title, icon=":material/arrow_forward:", help="The next lesson"
+        )

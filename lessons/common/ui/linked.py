@@ -266,22 +266,15 @@ def segmented(
     **widget: Any,
 ) -> T:
     """A row of buttons, one choice always made, over `options` (value -> label), in the link under `key`."""
-    values = list(options)
-
-    def fits(value: Any) -> bool:
-        return value in values
-
-    value = bind(key, default, parse=parse, fits=fits, requirement="not one of the choices here")
-    chosen = _draw(
+    return _one_of(
         key,
-        value,
-        (tuple(options.items()),),
+        options,
+        default,
+        parse,
         lambda: _where(container).segmented_control(
-            label, values, format_func=options.__getitem__, key=key, required=True, **widget
+            label, list(options), format_func=options.__getitem__, key=key, required=True, **widget
         ),
     )
-    publish(key, chosen)
-    return chosen
 
 
 def radio(
@@ -295,18 +288,26 @@ def radio(
     **widget: Any,
 ) -> T:
     """Round buttons over `options` (value -> label), in the link under `key`."""
+    return _one_of(
+        key,
+        options,
+        default,
+        parse,
+        lambda: _where(container).radio(label, list(options), format_func=options.__getitem__, key=key, **widget),
+    )
+
+
+def _one_of(
+    key: str, options: Mapping[T, str], default: T, parse: Callable[[str], T] | None, draw: Callable[[], Any]
+) -> T:
+    """One value of `options`, bound to the link under `key` and drawn by `draw` (a widget keyed `key`)."""
     values = list(options)
 
     def fits(value: Any) -> bool:
         return value in values
 
     value = bind(key, default, parse=parse, fits=fits, requirement="not one of the choices here")
-    chosen = _draw(
-        key,
-        value,
-        (tuple(options.items()),),
-        lambda: _where(container).radio(label, values, format_func=options.__getitem__, key=key, **widget),
-    )
+    chosen = _draw(key, value, (tuple(options.items()),), draw)
     publish(key, chosen)
     return chosen
 

@@ -134,7 +134,8 @@ def test_the_embedding_title_is_broken_into_lines_that_fit_a_phone_and_the_chart
     short = embedding_rows(vectors, labels, title="Token vectors")
     title = "Token type vectors: row 0 or 1 of the segment table, first 64 dimensions"
     long = embedding_rows(vectors, labels, title=title)
-    lines = long.layout.title.text.split("<br>")
+    # The first line stands as the title, the next in the subtitle (see lessons.common.plots.base_layout).
+    lines = [long.layout.title.text, *long.layout.title.subtitle.text.split("<br>")]
     assert lines == ["Token type vectors: row 0 or 1 of the", "segment table, first 64 dimensions"]
     assert all(len(line) <= 44 for line in lines)  # about 310 px of bold title
     assert long.layout.height == short.layout.height + 20  # the plot keeps its height

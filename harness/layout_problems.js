@@ -1,0 +1,70 @@
+// Evaluated in the page by harness.browser.AppPage.layout_problems: see the comment on LAYOUT_PROBLEMS there.
+() => {
+  const problems = [];
+  const TOLERANCE = 2;
+  const corners = (node) => {
+    const box = node.getBBox(), m = node.getScreenCTM();
+    return [[box.x, box.y], [box.x + box.width, box.y], [box.x + box.width, box.y + box.height], [box.x, box.y + box.height]]
+      .map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]);
+  };
+  const rectangle = (box) => [[box.left, box.top], [box.right, box.top], [box.right, box.bottom], [box.left, box.bottom]];
+  const apart = (p, q) => {  // separating axis test for two convex quadrilaterals
+    for (const polygon of [p, q]) {
+      for (let i = 0; i < polygon.length; i++) {
+        const [x1, y1] = polygon[i], [x2, y2] = polygon[(i + 1) % polygon.length];
+        const length = Math.hypot(x2 - x1, y2 - y1) || 1, nx = (y2 - y1) / length, ny = (x1 - x2) / length;
+        const a = p.map(([x, y]) => x * nx + y * ny), b = q.map(([x, y]) => x * nx + y * ny);
+        if (Math.max(...a) - Math.min(...b) < TOLERANCE || Math.max(...b) - Math.min(...a) < TOLERANCE) return true;
+      }
+    }
+    return false;
+  };
+  const charts = [...document.querySelectorAll('.js-plotly-plot')];
+  charts.forEach((plot, index) => {
+    const frame = plot.getBoundingClientRect();
+    if (frame.width < 1) return;
+    const title = ((plot.layout && plot.layout.title && plot.layout.title.text) || `chart ${index}`).replace(/<[^>]+>/g, '');
+    // Every subplot has its own axis classes (xtick, x2tick, g-xtitle, g-x2title ...).
+    const selectors = ['.gtitle', '[class^="g-x"][class$="title"] text', '[class^="g-y"][class$="title"] text',
+                       '.xaxislayer-above text', '.yaxislayer-above text', '.annotation-text', '.legendtext',
+                       '.cbtitle text', '.cbaxis text'];
+    const labels = [];
+    for (const selector of selectors) {
+      for (const node of plot.querySelectorAll(selector)) {
+        const text = (node.textContent || '').trim();
+        const box = node.getBoundingClientRect();
+        if (!text || box.width < 0.5 || box.height < 0.5 || getComputedStyle(node).opacity === '0') continue;
+        labels.push({text, shape: corners(node), kind: selector});
+      }
+    }
+    const areas = [...plot.querySelectorAll('.nsewdrag')].map(node => node.getBoundingClientRect())
+      .filter(box => box.width > 0.5 && box.height > 0.5).map(rectangle);
+    for (const label of labels) {
+      const xs = label.shape.map(point => point[0]), ys = label.shape.map(point => point[1]);
+      if (Math.min(...xs) < frame.left - 1 || Math.max(...xs) > frame.right + 1
+          || Math.min(...ys) < frame.top - 1 || Math.max(...ys) > frame.bottom + 1) {
+        problems.push(`${title}: "${label.text}" (${label.kind}) is cut off by the chart's edge`);
+      }
+      if (label.kind !== '.annotation-text' && areas.some(area => !apart(area, label.shape))) {
+        problems.push(`${title}: "${label.text}" (${label.kind}) is drawn over a plot`);
+      }
+    }
+    for (let i = 0; i < labels.length; i++) {
+      for (let j = i + 1; j < labels.length; j++) {
+        if (!apart(labels[i].shape, labels[j].shape)) {
+          problems.push(`${title}: "${labels[i].text}" (${labels[i].kind}) overlaps "${labels[j].text}" (${labels[j].kind})`);
+        }
+      }
+    }
+  });
+  for (const node of document.querySelectorAll('.stMarkdownEllipsis, [data-testid="stMetricValue"] > div, [data-testid="stTab"] p')) {
+    if (node.scrollWidth > node.clientWidth + 1 && node.getBoundingClientRect().width > 0) {
+      problems.push(`the label "${node.textContent.trim()}" is cut off (${node.clientWidth} of ${node.scrollWidth} px shown)`);
+    }
+  }
+  const main = document.querySelector('[data-testid="stMain"]');
+  if (main && main.scrollWidth > main.clientWidth + 1) {
+    problems.push(`the page scrolls sideways (${main.scrollWidth} px of content in a ${main.clientWidth} px window)`);
+  }
+  return [...new Set(problems)];
+}

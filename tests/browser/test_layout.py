@@ -1,0 +1,33 @@
+"""Labels never sit on labels, and nothing is cut off, on any view, on a desktop, zoomed to 150 % or on a phone.
+
+`harness.browser.LAYOUT_PROBLEMS` measures every label a chart draws (titles, axis titles, tick labels,
+annotations, legends, colour bars) as the shape its glyphs fill on screen, and reports labels that overlap,
+labels drawn over a plot area, labels cut off by a chart's edge, Streamlit labels shortened with an ellipsis,
+and a page that scrolls sideways. Every view a link can open (harness/views.py) is checked at every size.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.browser import AppPage
+from harness.views import VIEWS
+
+SIZES = {"desktop": (1280, 800), "zoom150": (853, 533), "phone": (390, 844)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("name", VIEWS)
+def test_no_label_is_drawn_over_another_or_cut_off(page, app_server, name, size):
+    width, height = SIZES[size]
+    page.set_viewport_size({"width": width, "height": height})
+    app = AppPage(page, app_server.url)
+    view = VIEWS[name]
+    app.open(view.path, min_plots=view.charts, **view.query)
+    assert app.exceptions() == []
+    problems = app.layout_problems()
+    if problems:
+        app.screenshot(f"layout-{size}-{name.replace('/', '--').replace(' ', '_')}")
+    assert problems == []
+    assert app.requests_off_loopback() == []

@@ -1,0 +1,37 @@
+"""A seeded random walk through every page, clicking like a person (harness/walk.py): after each step, no
+exception box, no traceback in the server's log, and every picker names one of its own options and the tokens
+of the text in the sidebar. CI walks one fixed seed; `benchmarks/random_walk.py` walks several, for longer.
+A failure prints the seed and every step, so the walk can be replayed."""
+
+from __future__ import annotations
+
+import pytest
+
+import anatomy
+from harness.browser import ARTIFACTS
+from harness.server import StreamlitServer
+from harness.walk import Walk
+
+SEED = 2026
+STEPS = 250
+
+
+@pytest.fixture(scope="module")
+def tokens_of():
+    tokenizer = anatomy.load_pretrained(device="cpu").tokenizer
+
+    def tokens(text: str) -> list[str]:
+        return tokenizer.convert_ids_to_tokens(tokenizer(text, truncation=True, max_length=512)["input_ids"])
+
+    return tokens
+
+
+@pytest.mark.slow
+def test_a_random_walk_through_every_page_finds_no_crash_no_traceback_and_no_stale_picker(page, tokens_of):
+    log = ARTIFACTS / "streamlit-random-walk.log"
+    # A server of its own, with short training runs: the walk presses Train too.
+    with StreamlitServer(log_path=log, environment={"ANATOMY_TRAINING_BUDGET_SECONDS": "2"}) as server:
+        walk = Walk(page, server.url, SEED, server_log=log, tokens_of=tokens_of)
+        problems = walk.run(STEPS)
+        assert not problems, walk.report()
+        assert len(walk.steps) == STEPS
