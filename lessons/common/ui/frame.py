@@ -105,6 +105,14 @@ LESSONS: tuple[LessonEntry, ...] = (
         "The model",
         "Retrain a small model live and watch its loss fall and its attention take shape.",
     ),
+    LessonEntry(
+        9,
+        "pages/language_model.py",
+        "A real language model",
+        ":material/chat:",
+        "The model",
+        "SmolLM2-135M: what changed since 2017, its next-token guesses, its attention, its chat template.",
+    ),
 )
 
 

@@ -24,6 +24,7 @@ from anatomy.training.recipes import RECIPES
 from lessons.common import hosting, memory
 from lessons.common.runs import EncoderRun, run_encoder
 from lessons.common.safe_text import escape_markdown
+from lessons.llm.smollm2 import ChatModel, load_chat_model
 
 T = TypeVar("T")
 RunKey = tuple[str, str, str | None, int | None]  # reference, text, second sentence, token cap
@@ -54,6 +55,30 @@ def get_model(reference: str = "") -> PretrainedModel:
 def _load_model(reference: str, device: str) -> PretrainedModel:
     # One cache entry per distinct model and device: callers normalise both first. Errors are not cached.
     return load_pretrained(reference, device=device)
+
+
+def get_chat_model() -> ChatModel:
+    """SmolLM2-135M-Instruct with its tokenizer, loaded once per server process. Raises ModelLoadError."""
+    return _load_chat_model(usable_device())
+
+
+@st.cache_resource(show_spinner="Loading SmolLM2-135M (4-bit weights, dequantized)…")
+def _load_chat_model(device: str) -> ChatModel:
+    # About 540 MB once dequantized to float32, on top of the embedded encoder: one copy serves every session.
+    try:
+        return load_chat_model(device=device)
+    except ModelLoadError:
+        raise
+    except Exception as error:  # a damaged file or a gguf version this reader does not know
+        raise ModelLoadError(f"SmolLM2 could not be loaded ({type(error).__name__}: {error}).") from error
+
+
+def chat_model_or_stop() -> ChatModel:
+    """SmolLM2, or a message for this visitor saying why it is not there, and the end of this run of the page."""
+    try:
+        return get_chat_model()
+    except ModelLoadError as error:
+        _stop_with(f"This lesson needs SmolLM2-135M, which this server cannot load: {error}", ":material/error:")
 
 
 def usable_device() -> str:

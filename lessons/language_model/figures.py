@@ -1,0 +1,56 @@
+"""The language-model lesson's figures: pure functions of arrays and labels (plotly only, never streamlit).
+
+The next-token bars and the attention heatmap are the causal lesson's own, so that the same quantity looks
+the same on every page; what is new here is the chart of a text being written, step by step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+from lessons.causal.decoding_figures import CHOSEN_COLOUR, OTHER_COLOUR, candidates_figure
+from lessons.causal.figures import styled, weights_figure
+from lessons.common.plots import safe_label
+
+
+def next_token_figure(pieces: Sequence[str], probabilities: Sequence[float], title: str) -> go.Figure:
+    """The k most probable next tokens as bars, the most probable on top."""
+    return candidates_figure(pieces, probabilities, title, chosen=None)
+
+
+def attention_figure(weights, pieces: Sequence[str], positions: Sequence[int], title: str) -> go.Figure:
+    """One head's causal attention weights (queries down, keys across) on the fixed 0–1 scale."""
+    return weights_figure(weights, pieces, title, positions)
+
+
+def writing_figure(
+    pieces: Sequence[str], probabilities: Sequence[float], model_probabilities: Sequence[float], title: str
+) -> go.Figure:
+    """Each written token's probability, step by step: in the distribution it was drawn from (bars) and in the
+    model's own softmax (dots; the two differ once temperature, top-k or top-p reshape the distribution)."""
+    steps = [f"{index} {safe_label(piece)}" for index, piece in enumerate(pieces)]
+    figure = go.Figure(
+        [
+            go.Bar(
+                x=steps,
+                y=list(probabilities),
+                name="drawn from",
+                marker_color=CHOSEN_COLOUR,
+                hovertemplate="step %{x}<br>probability it was drawn with = %{y:.4f}<extra></extra>",
+            ),
+            go.Scatter(
+                x=steps,
+                y=list(model_probabilities),
+                name="model's softmax",
+                mode="markers",
+                marker=dict(color=OTHER_COLOUR, size=9, line=dict(color=CHOSEN_COLOUR, width=1)),
+                hovertemplate="step %{x}<br>model's probability = %{y:.4f}<extra></extra>",
+            ),
+        ]
+    )
+    figure.update_xaxes(type="category", title="step and token written", automargin=True, tickangle=-60)
+    figure.update_yaxes(range=[0, 1.05], title="probability", automargin=True)
+    figure.update_layout(legend=dict(orientation="h", x=0, y=-0.45, yanchor="top"))
+    return styled(figure, title, 420)

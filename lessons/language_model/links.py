@@ -1,0 +1,21 @@
+"""The language-model lesson's link keys: each names one choice in the address bar (`?lm_tab=...&lm_layer=...`).
+
+Defined once here; the page and its tests import them. Changing one would break every link shared so far.
+"""
+
+TAB = "lm_tab"  # the open tab, by its name (TABS)
+TOP_K = "lm_top_k"  # how many next-token candidates are drawn
+MODE = "lm_mode"  # "greedy" or "sampled"
+NEW_TOKENS = "lm_new_tokens"  # how many tokens to write at most
+TEMPERATURE = "lm_temperature"
+SAMPLE_TOP_K = "lm_sample_top_k"  # sampling keeps only the k best tokens (0: all)
+TOP_P = "lm_top_p"  # sampling keeps the fewest best tokens worth p together (1: all)
+SEED = "lm_seed"
+LAYER = "lm_layer"
+HEAD = "lm_head"
+WINDOW_START = "lm_window_start"  # first token of the window a long text is shown through
+MESSAGE = "lm_message"  # the user's message put through the chat template
+REPLY = "lm_reply"  # let the model answer that message
+
+NEXT_TOKEN, WRITING, ATTENTION, CHAT = ("The next token", "Writing", "Attention", "Chat template")
+TABS = (NEXT_TOKEN, WRITING, ATTENTION, CHAT)

@@ -1,0 +1,103 @@
+"""The words of the language-model lesson: what a 2024 model keeps of the 2017 transformer, and what changed.
+
+Sources a reader can find: Vaswani et al., "Attention Is All You Need" (2017); Zhang & Sennrich, "Root Mean
+Square Layer Normalization" (2019); Su et al., "RoFormer" (2021, rotary positions); Ainslie et al., "GQA" (2023);
+Shazeer, "GLU Variants Improve Transformer" (2020); Holtzman et al., "The Curious Case of Neural Text
+Degeneration" (2019, top-p); Allal et al., "SmolLM2" (2025).
+"""
+
+from __future__ import annotations
+
+from lessons.language_model.reading import MAX_TOKENS
+from lessons.language_model.writing import MAX_NEW_TOKENS
+
+INTRO = """
+Every lesson so far took the transformer of *Attention Is All You Need* apart. This one runs a real, recent
+language model built from the same parts: **SmolLM2-135M-Instruct** (Hugging Face, 2024), here loaded into this
+app's own `anatomy` code. It is a decoder only, like GPT: 30 blocks of causal self-attention and feed-forward,
+trained to predict the next token of trillions of tokens of text, then tuned to answer in a chat.
+"""
+
+WHAT_CHANGED = """
+**What changed since 2017.** The block still reads `x = x + attention(norm(x))`, then
+`x = x + feed_forward(norm(x))`, but each part got simpler or cheaper:
+
+- **RMSNorm** instead of LayerNorm: each vector is divided by its root mean square and scaled; no mean is
+  subtracted and there is no bias. Fewer operations, and it trains as well.
+- **Rotary positions** instead of a table of sine waves added to the embeddings: inside attention, each pair
+  of coordinates of a query and a key is turned by an angle proportional to its position, so that their dot
+  product depends on how far apart the two tokens are.
+- **Grouped-query attention**: 9 query heads, but only 3 key heads and 3 value heads; each key/value head is
+  shared by 3 query heads. The attention maps are still one per query head (9 per layer); what shrinks is the
+  memory for keys and values kept while writing (the KV cache), to a third.
+- **SwiGLU** feed-forward: `down(silu(gate(x)) · up(x))`, a gate that decides, coordinate by coordinate, how
+  much of `up(x)` passes, instead of one ReLU.
+- **No biases** on any projection, and **tied embeddings**: the one table that turns token ids into vectors
+  also scores every vocabulary token as the next one.
+- **4-bit weights**: the file holds the weights quantized to 4 bits (groups of 32 numbers sharing a scale and
+  an offset, llama.cpp's Q4_1 format), 98 MB instead of 540 MB. They are dequantized to 32-bit floats when
+  loaded, so the numbers here are those of the quantized model, a little off from the original's.
+"""
+
+MODEL_FACTS = (
+    "{layers} layers · {heads} query heads sharing {kv_heads} key/value heads · width {width} · "
+    "feed-forward width {ff_width} · vocabulary {vocabulary:,} · trained for a window of {window:,} tokens · "
+    "{parameters:,} parameters"
+)
+
+TOKENS = """
+#### Your text as SmolLM2's tokens
+SmolLM2 cuts text with **byte-level BPE**: the text's UTF-8 bytes are merged, pair by pair, into pieces seen
+often in training. A piece that starts with a space keeps the space (shown as `·`; the vocabulary itself writes
+it `Ġ`), so ` France` and `France` are two different tokens. A character the vocabulary lacks is split into
+its bytes (shown as `<F0>`), so no text is ever unknown.
+"""
+
+NEXT_TOKEN = """
+The last position's output vector, scored against every one of the 49,152 vocabulary rows and put through a
+softmax, is the model's guess at the **next token**. Try *The capital of France is* in the sidebar.
+"""
+
+WRITING = f"""
+To write, the model takes one token, appends it, and guesses again. **Greedy** decoding always takes the most
+probable token. **Sampling** draws one at random instead: the *temperature* divides the scores first (below 1
+sharpens the distribution, above 1 flattens it), *top-k* keeps only the k best tokens and *top-p* the fewest best
+tokens whose probabilities reach p. A seed makes the draws repeatable. At most {MAX_NEW_TOKENS} tokens are written.
+
+The text is read once; after that each step feeds only the newest token, whose query attends to the keys and
+values of all earlier tokens, kept from earlier steps in the **KV cache** instead of computed again.
+"""
+
+ATTENTION = """
+Each query head's causal attention over your text: row *t* is how the token at position *t* spreads its
+attention over itself and the tokens before it (the softmax of one row of QKᵀ/√d_head). Everything right of the
+diagonal is zero: the mask. Query heads 0–2 share key head 0, heads 3–5 key head 1, heads 6–8 key head 2.
+Many heads of such models put most of their weight on the very first token, a resting place when nothing in
+the text matters to them (an "attention sink").
+"""
+
+CHAT = """
+A chat model reads a conversation as one text, laid out by its **chat template** (stored in the model's file):
+each message between the special tokens `<|im_start|>` and `<|im_end|>`, after its role. The template adds a
+system message of its own, and ends with `<|im_start|>assistant`, so the most likely next text is an answer.
+The special tokens are single tokens that no typed text produces... unless it spells them out exactly.
+"""
+
+EMPTY_TEXT = "Type a text in the sidebar's **Text to study** box to see how SmolLM2 reads it."
+EMPTY_MESSAGE = "Type a message to see it laid out by the chat template."
+
+
+def cut_notice(untruncated: int, kept: int) -> str:
+    return (
+        f"The text makes {untruncated:,} tokens; this page reads the first {kept} (SmolLM2 could read 8,192, "
+        f"but on this server {MAX_TOKENS} already take a few seconds)."
+    )
+
+
+def head_group(head: int, heads: int, kv_heads: int) -> str:
+    group = heads // kv_heads
+    first = (head // group) * group
+    return (
+        f"Query head {head} shares its keys and values with query heads {first}–{first + group - 1} "
+        f"(key/value head {head // group})."
+    )

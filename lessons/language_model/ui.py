@@ -1,0 +1,331 @@
+"""The language-model lesson's sections: SmolLM2 reading the sidebar's text, guessing the next token, writing,
+attending, and reading a chat.
+
+Each number comes from a cached builder keyed by everything it reads (text, layer, sampling settings...). They
+keep only what a view needs: the top candidates, the steps written, one layer's attention maps; never a full
+trace, which at 512 tokens would hold hundreds of MB.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from anatomy.generation import Sampling
+from lessons.causal import chart_ui
+from lessons.causal.masking import FOCUS_WINDOW, crop, focus_window
+from lessons.common import hosting
+from lessons.common.ui import linked, loaders, widgets
+from lessons.language_model import figures, links, reading, text, writing
+from lessons.language_model.reading import ModelTokens
+from lessons.llm.smollm2 import ChatModel
+
+CACHED_TEXTS = 16  # token lists are small: a class trying texts one after another
+CACHED_RUNS = 8  # candidates and written steps: a few kB each
+CACHED_LAYERS = 4  # one layer's maps: 9 × 512 × 512 floats, 9.4 MB at the cap
+MOST_CANDIDATES = 20
+DEFAULT_CANDIDATES = 10
+DEFAULT_NEW_TOKENS = 20
+MAX_MESSAGE_CHARACTERS = 500
+DEFAULT_MESSAGE = "What is the capital of France?"
+MODES = {"greedy": "Greedy", "sampled": "Sampled"}
+
+
+def token_cap() -> int:
+    """Tokens a text is cut to: the lesson's cap, or the host's if lower."""
+    return hosting.current().token_limit(reading.MAX_TOKENS)
+
+
+def model() -> ChatModel:
+    return loaders.chat_model_or_stop()
+
+
+# --- Cached builders ---------------------------------------------------------------------------------------
+
+
+@st.cache_resource(max_entries=CACHED_TEXTS, show_spinner=False)
+def tokens_of(study_text: str, cap: int) -> ModelTokens:
+    return reading.text_tokens(model(), study_text, cap)
+
+
+@st.cache_resource(max_entries=CACHED_RUNS, show_spinner="Running SmolLM2 over the text…")
+def candidates_after(study_text: str, cap: int) -> reading.Candidates:
+    ids = tokens_of(study_text, cap).ids
+    with loaders.FORWARD_GATE:
+        probabilities = reading.next_token_probabilities(reading.decoder_of(model()), ids)
+    return reading.top_candidates(probabilities, MOST_CANDIDATES)
+
+
+@st.cache_resource(max_entries=CACHED_RUNS, show_spinner="Writing, one token at a time…")
+def steps_after(
+    study_text: str, cap: int, new_tokens: int, sampled: bool, temperature: float, top_k: int, top_p: float, seed: int
+) -> tuple[writing.Step, ...]:
+    sampling = Sampling(temperature, top_k or None, top_p) if sampled else None
+    chat = model()
+    with loaders.FORWARD_GATE:
+        return writing.write(reading.decoder_of(chat), tokens_of(study_text, cap).ids, new_tokens, sampling, seed)
+
+
+@st.cache_resource(max_entries=CACHED_LAYERS, show_spinner="Running SmolLM2, keeping one layer's attention…")
+def attention_of(study_text: str, cap: int, layer: int):
+    ids = tokens_of(study_text, cap).ids
+    with loaders.FORWARD_GATE:
+        return reading.layer_attention(reading.decoder_of(model()), ids, layer)
+
+
+@st.cache_resource(max_entries=CACHED_TEXTS, show_spinner=False)
+def chat_of(message: str) -> tuple[str, ModelTokens]:
+    return reading.chat_tokens(model(), message, reading.MAX_TOKENS)
+
+
+@st.cache_resource(max_entries=CACHED_RUNS, show_spinner="SmolLM2 is answering…")
+def reply_to(message: str) -> tuple[writing.Step, ...]:
+    chat = model()
+    ids = chat_of(message)[1].ids
+    with loaders.FORWARD_GATE:
+        return writing.write(reading.decoder_of(chat), ids, writing.MAX_NEW_TOKENS, stop_token_ids=chat.stop_token_ids)
+
+
+# --- Pieces every section uses -----------------------------------------------------------------------------
+
+
+def pieces_of(chat: ChatModel, ids) -> list[str]:
+    return [reading.piece_of(chat, index) for index in ids]
+
+
+def tokens_table(tokens: ModelTokens) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "id": list(tokens.ids),
+            "piece": list(tokens.pieces),
+            "kind": ["special" if special else "text" for special in tokens.special],
+        }
+    )
+
+
+def show_model_facts(chat: ChatModel) -> None:
+    config = reading.decoder_of(chat).config
+    parameters = sum(parameter.numel() for parameter in reading.decoder_of(chat).parameters())
+    st.caption(
+        text.MODEL_FACTS.format(
+            layers=config.num_layers,
+            heads=config.num_heads,
+            kv_heads=config.key_value_heads,
+            width=config.width,
+            ff_width=config.ff_width,
+            vocabulary=config.vocab_size,
+            window=config.max_positions,
+            parameters=parameters,
+        )
+    )
+
+
+def show_tokens(chat: ChatModel, study_text: str) -> ModelTokens | None:
+    """The text's tokens (None, with a message, when there is no text to read)."""
+    st.markdown(text.TOKENS)
+    tokens = tokens_of(study_text, token_cap())
+    if not len(tokens):
+        st.info(text.EMPTY_TEXT, icon=":material/edit_note:")
+        return None
+    if tokens.truncated:
+        st.warning(text.cut_notice(tokens.untruncated_length, len(tokens)), icon=":material/content_cut:")
+    st.caption(f"{len(tokens)} tokens, positions counted from 0.")
+    st.dataframe(tokens_table(tokens), key="lm_tokens_table", height=min(38 + 35 * len(tokens), 300))
+    return tokens
+
+
+# --- The next token ----------------------------------------------------------------------------------------
+
+
+def show_next_token(chat: ChatModel, study_text: str) -> None:
+    st.markdown(text.NEXT_TOKEN)
+    k = linked.slider("How many candidates", links.TOP_K, 3, MOST_CANDIDATES, DEFAULT_CANDIDATES)
+    found = candidates_after(study_text, token_cap())
+    ids, probabilities = found.ids[:k], found.probabilities[:k]
+    pieces = pieces_of(chat, ids)
+    widgets.show_figure(
+        "lm_next",
+        (study_text, token_cap(), k),
+        lambda: figures.next_token_figure(pieces, probabilities, f"The {k} most likely next tokens"),
+    )
+    st.dataframe(
+        pd.DataFrame({"token": pieces, "id": list(ids), "probability": list(probabilities)}, index=range(1, k + 1)),
+        key="lm_next_table",
+        column_config={"probability": st.column_config.NumberColumn(format="%.4f")},
+    )
+    st.caption(
+        f"Together these {k} take {sum(probabilities):.1%} of the probability; the other "
+        f"{reading.decoder_of(chat).config.vocab_size - k:,} tokens share the rest."
+    )
+
+
+# --- Writing -----------------------------------------------------------------------------------------------
+
+
+def choose_sampling() -> tuple[int, bool, float, int, float, int]:
+    left, right = st.columns(2)
+    mode = linked.segmented("Decoding", links.MODE, MODES, "greedy", container=left)
+    new_tokens = linked.slider(
+        "New tokens at most", links.NEW_TOKENS, 1, writing.MAX_NEW_TOKENS, DEFAULT_NEW_TOKENS, container=right
+    )
+    temperature, top_k, top_p, seed = 1.0, 0, 1.0, 0
+    if mode == "sampled":
+        first, second = st.columns(2)
+        temperature = linked.float_slider("Temperature", links.TEMPERATURE, 0.1, 2.0, 0.8, step=0.1, container=first)
+        top_p = linked.float_slider("Top-p (1: keep all)", links.TOP_P, 0.05, 1.0, 0.95, step=0.05, container=second)
+        third, fourth = st.columns(2)
+        top_k = linked.slider("Top-k (0: keep all)", links.SAMPLE_TOP_K, 0, 200, 50, container=third)
+        seed = linked.number_input(
+            "Seed", links.SEED, 0, 2**31 - 1, 0, container=fourth, requirement="a whole number from 0 to 2147483647"
+        )
+    return new_tokens, mode == "sampled", temperature, top_k, top_p, seed
+
+
+def steps_table(chat: ChatModel, steps) -> pd.DataFrame:
+    def alternatives(step: writing.Step) -> str:
+        pieces = pieces_of(chat, step.candidates)
+        return ", ".join(f"{piece} {p:.3f}" for piece, p in zip(pieces, step.candidate_probabilities))
+
+    return pd.DataFrame(
+        {
+            "token written": pieces_of(chat, [step.token_id for step in steps]),
+            "id": [step.token_id for step in steps],
+            "probability": [step.probability for step in steps],
+            "model's probability": [step.model_probability for step in steps],
+            "tokens in the draw": [step.kept for step in steps],
+            "best candidates": [alternatives(step) for step in steps],
+        }
+    )
+
+
+def show_writing(chat: ChatModel, study_text: str) -> None:
+    st.markdown(text.WRITING)
+    settings = choose_sampling()
+    steps = steps_after(study_text, token_cap(), *settings)
+    written = chat.tokenizer.decode(writing.written_ids(steps), skip_special_tokens=False)
+    widgets.show_literal(study_text + written, "Your text, then what SmolLM2 wrote after it")
+    pieces = pieces_of(chat, writing.written_ids(steps))
+    widgets.show_figure(
+        "lm_writing",
+        (study_text, token_cap(), *settings),
+        lambda: figures.writing_figure(
+            pieces,
+            [step.probability for step in steps],
+            [step.model_probability for step in steps],
+            "The probability of each token written",
+        ),
+    )
+    st.dataframe(
+        steps_table(chat, steps),
+        key="lm_steps_table",
+        column_config={
+            name: st.column_config.NumberColumn(format="%.4f") for name in ("probability", "model's probability")
+        },
+    )
+    st.caption(
+        "Rows are steps, counted from 0. *probability*: in the distribution the token was drawn from (after "
+        "temperature, top-k and top-p); *model's probability*: in the model's own softmax."
+    )
+
+
+# --- Attention ---------------------------------------------------------------------------------------------
+
+
+def show_attention(chat: ChatModel, tokens: ModelTokens, study_text: str) -> None:
+    st.markdown(text.ATTENTION)
+    config = reading.decoder_of(chat).config
+    left, right = st.columns(2)
+    layer = linked.selectbox(
+        "Layer", links.LAYER, range(config.num_layers), 0, parse=int, container=left, format_func=lambda i: f"layer {i}"
+    )
+    head = linked.selectbox(
+        "Query head",
+        links.HEAD,
+        range(config.num_heads),
+        0,
+        parse=int,
+        container=right,
+        format_func=lambda i: f"head {i}",
+    )
+    start = 0
+    if len(tokens) > FOCUS_WINDOW:
+        start = linked.slider(
+            f"Focus window: first of the {FOCUS_WINDOW} tokens shown",
+            links.WINDOW_START,
+            0,
+            len(tokens) - FOCUS_WINDOW,
+            0,
+            help=f"The text has {len(tokens)} tokens; the chart shows {FOCUS_WINDOW} queries against the same "
+            f"{FOCUS_WINDOW} keys.",
+        )
+    window = focus_window(len(tokens), start)
+    weights = crop(attention_of(study_text, token_cap(), layer)[head], window, window)
+    st.caption(text.head_group(head, config.num_heads, config.key_value_heads))
+    if len(window) < len(tokens):
+        st.caption(
+            f"Showing positions {window.start}–{window.stop - 1} of {len(tokens)}. Keys before the window still "
+            "take part in each row's softmax, so a row here may sum to less than 1."
+        )
+    chart_ui.show_chart(
+        figures.attention_figure(weights, [tokens.pieces[i] for i in window], window, f"Layer {layer}, head {head}"),
+        "lm_attention",
+    )
+
+
+# --- The chat template -------------------------------------------------------------------------------------
+
+
+def show_chat(chat: ChatModel) -> None:
+    st.markdown(text.CHAT)
+    message = linked.text_input("Your message", links.MESSAGE, DEFAULT_MESSAGE, max_chars=MAX_MESSAGE_CHARACTERS)
+    if not message.strip():
+        st.info(text.EMPTY_MESSAGE, icon=":material/edit_note:")
+        return
+    prompt, tokens = chat_of(message)
+    widgets.show_literal(prompt, "The text the model reads, laid out by the chat template")
+    if tokens.truncated:
+        st.warning(text.cut_notice(tokens.untruncated_length, len(tokens)), icon=":material/content_cut:")
+    st.caption(f"The same text as {len(tokens)} tokens; the {sum(tokens.special)} special tokens are highlighted.")
+    table = tokens_table(tokens)
+    st.dataframe(
+        table.style.apply(
+            lambda row: ["background-color: #E6E2FB; font-weight: 600" if row["kind"] == "special" else ""] * len(row),
+            axis=1,
+        ),
+        key="lm_chat_tokens",
+        height=300,
+    )
+    if linked.toggle("Let SmolLM2 answer (greedy, up to 40 tokens)", links.REPLY):
+        steps = reply_to(message)
+        ids = writing.written_ids(steps)
+        answer = chat.tokenizer.decode(ids, skip_special_tokens=True)
+        widgets.show_literal(answer, "SmolLM2's answer")
+        ended = bool(ids) and ids[-1] in chat.stop_token_ids
+        st.caption(
+            f"{len(ids)} tokens; it ended with `<|im_end|>`, the end of its turn."
+            if ended
+            else f"{len(ids)} tokens, cut at the limit before the model closed its turn."
+        )
+
+
+# --- The tabs ----------------------------------------------------------------------------------------------
+
+
+def _on_the_text(show):
+    """A section that reads the sidebar's text: a message instead when there is none."""
+
+    def section(chat: ChatModel, tokens: ModelTokens | None, study_text: str) -> None:
+        if tokens is None:
+            st.info(text.EMPTY_TEXT, icon=":material/edit_note:")
+        else:
+            show(chat, tokens, study_text)
+
+    return section
+
+
+SECTIONS = {
+    links.NEXT_TOKEN: _on_the_text(lambda chat, tokens, study_text: show_next_token(chat, study_text)),
+    links.WRITING: _on_the_text(lambda chat, tokens, study_text: show_writing(chat, study_text)),
+    links.ATTENTION: _on_the_text(show_attention),
+    links.CHAT: lambda chat, tokens, study_text: show_chat(chat),
+}

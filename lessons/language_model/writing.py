@@ -1,0 +1,78 @@
+"""Writing one token at a time, every step kept: the token taken, its probability, the ones passed over.
+
+The choice itself is `anatomy.generation.next_tokens`, called in the same order with the same generator as
+`anatomy.generation.generate`, so the tokens are the ones `generate` writes (a test holds them equal). What
+this adds is the record of each step, for the page to show: `generate` keeps only the tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import torch
+
+from anatomy.generation import Sampling, filtered_scores, next_tokens
+from anatomy.models import DecoderOnlyLM
+from lessons.language_model.reading import as_batch
+
+MAX_NEW_TOKENS = 40  # a few seconds on two CPU cores, with the KV cache
+SHOWN_ALTERNATIVES = 5
+
+
+@dataclass(frozen=True)
+class Step:
+    """One token written: the distribution it was drawn from, at a glance."""
+
+    token_id: int
+    probability: float  # of the token taken, in the distribution it was drawn from (after temperature, top-k, top-p)
+    model_probability: float  # of the same token in the model's own softmax (temperature 1, nothing cut)
+    candidates: tuple[int, ...]  # the best tokens of that distribution, best first (the one taken among them or not)
+    candidate_probabilities: tuple[float, ...]
+    kept: int  # how many tokens had a chance at all (the vocabulary, or what top-k and top-p left)
+
+
+@torch.no_grad()
+def write(
+    model: DecoderOnlyLM,
+    prompt_ids: tuple[int, ...],
+    max_new_tokens: int,
+    sampling: Sampling | None = None,
+    seed: int = 0,
+    stop_token_ids: Collection[int] = (),
+) -> tuple[Step, ...]:
+    """Up to max_new_tokens steps after the prompt, greedy unless `sampling` is given (drawn with `seed`).
+
+    The prompt is read once; each later step feeds only the newest token, whose query reads the keys and
+    values of every earlier token from the cache. Stops after writing a token of `stop_token_ids`."""
+    prompt = as_batch(prompt_ids, model)
+    generator = None if sampling is None else torch.Generator(device=prompt.device).manual_seed(seed)
+    cache = model.new_cache()
+    step_input, steps = prompt, []
+    for _ in range(max_new_tokens):
+        logits = model(step_input, cache=cache, last_logits_only=True).logits[:, -1]  # (1, V)
+        chosen = next_tokens(logits, sampling, generator)  # (1, 1)
+        steps.append(_record(logits.float()[0], int(chosen), sampling))
+        if int(chosen) in stop_token_ids:
+            break
+        step_input = chosen
+    return tuple(steps)
+
+
+def _record(logits: torch.Tensor, token_id: int, sampling: Sampling | None) -> Step:
+    """(V,) logits and the token taken -> the Step the page shows."""
+    model_probabilities = logits.softmax(dim=-1)  # (V,)
+    drawn_from = model_probabilities if sampling is None else filtered_scores(logits[None], sampling)[0].softmax(-1)
+    best = drawn_from.topk(min(SHOWN_ALTERNATIVES, int((drawn_from > 0).sum())))  # no token that had no chance
+    return Step(
+        token_id=token_id,
+        probability=float(drawn_from[token_id]),
+        model_probability=float(model_probabilities[token_id]),
+        candidates=tuple(best.indices.tolist()),
+        candidate_probabilities=tuple(best.values.double().tolist()),
+        kept=int((drawn_from > 0).sum()),
+    )
+
+
+def written_ids(steps: tuple[Step, ...]) -> list[int]:
+    return [step.token_id for step in steps]

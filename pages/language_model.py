@@ -1,0 +1,34 @@
+"""A real language model: SmolLM2-135M reads the sidebar's text, guesses the next token, writes, attends,
+and reads a chat laid out by its template."""
+
+import streamlit as st
+
+from anatomy.blocks import DecoderLayer
+from anatomy.cache import LayerCache
+from anatomy.feedforward import FeedForward
+from anatomy.generation import filtered_scores, next_tokens
+from anatomy.norms import RMSNorm
+from anatomy.rotary import rotate
+from lessons.common.ui import frame, sidebar, widgets
+from lessons.language_model import links, reading, text, ui, writing
+
+context = sidebar.current()
+st.title("A real language model: SmolLM2")
+st.markdown(text.INTRO)
+chat = ui.model()
+ui.show_model_facts(chat)
+st.markdown(text.WHAT_CHANGED)
+tokens = ui.show_tokens(chat, context.text)
+widgets.show_open_tab(ui.SECTIONS, links.TAB, chat, tokens, context.text)
+widgets.show_source(
+    DecoderLayer,
+    RMSNorm,
+    rotate,
+    FeedForward,
+    LayerCache,
+    next_tokens,
+    filtered_scores,
+    writing.write,
+    reading.layer_attention,
+)
+frame.previous_and_next("language_model")
