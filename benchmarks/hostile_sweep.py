@@ -61,6 +61,10 @@ SIDEBAR_VIEWS = {
     },
     "training": ("pages/training.py", {}),
     **{
+        f"language_model/{tab}": ("pages/language_model.py", {"lm_tab": tab})
+        for tab in ("The next token", "Writing", "Attention", "Chat template")
+    },
+    **{
         f"encoder/{tab}": ("pages/encoder.py", {"enc_tab": tab})
         for tab in (
             "Attention, all layers",

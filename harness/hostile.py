@@ -133,6 +133,7 @@ PAGE_FIELDS = {
     "enc_word": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_word"),
     "cm_word": ("pages/causal.py", {"cm_tab": "A trained decoder"}, "cm_word"),
     "dec_word": ("pages/decoder.py", {}, "dec_word"),
+    "lm_message": ("pages/language_model.py", {"lm_tab": "Chat template"}, "lm_message"),
 }
 
 # Every numeric or choice parameter a link can carry, by view: (page, link parameters that open the view, the
@@ -180,6 +181,18 @@ NUMBER_PARAMETERS = {
         ("tok_dims", "tok_first", "tok_view", "tok_special"),
     ),
     "tokenization/three tokenizers": ("pages/tokenization.py", {"tok_tab": "Three tokenizers"}, ("tok_vocab",)),
+    "language_model": ("pages/language_model.py", {}, ("lm_tab", "lm_top_k")),
+    "language_model/writing": (
+        "pages/language_model.py",
+        {"lm_tab": "Writing", "lm_mode": "sampled"},
+        ("lm_mode", "lm_new_tokens", "lm_temperature", "lm_sample_top_k", "lm_top_p", "lm_seed"),
+    ),
+    "language_model/attention": (
+        "pages/language_model.py",
+        {"lm_tab": "Attention"},
+        ("lm_layer", "lm_head", "lm_window_start"),
+    ),
+    "language_model/chat": ("pages/language_model.py", {"lm_tab": "Chat template"}, ("lm_reply",)),
 }
 
 

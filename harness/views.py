@@ -32,6 +32,8 @@ LESSONS = {
     # The models trained here read words typed into the page itself, not the sidebar's text.
     "decoder": Lesson("decoder", "Decoder & cross-attention", 3, shows_tokens=False, follows_text=False),
     "training": Lesson("training", "Train it yourself", 0, shows_tokens=False, follows_text=False),
+    # SmolLM2 opens on its next-token guesses: the candidates' bars, not the text's tokens (those are in a table).
+    "language_model": Lesson("language_model", "A real language model: SmolLM2", 1, shows_tokens=False),
 }
 
 
@@ -66,6 +68,9 @@ OTHER_TABS = dict(
         _tab("encoder", "enc_tab", "Parameters", 0, False),
         _tab("decoder", "dec_tab", "Writing the answer", 1, False),
         _tab("decoder", "dec_tab", "Three families", 1, False),
+        _tab("language_model", "lm_tab", "Writing", 1, True),
+        _tab("language_model", "lm_tab", "Attention", 1, True),
+        _tab("language_model", "lm_tab", "Chat template", 0, False),
     ]
 )
 VIEWS = {**LESSONS, **OTHER_TABS}

@@ -13,7 +13,17 @@ from lessons.common.ui import loaders
 from lessons.common.ui.widgets import aligned_lines_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
-LESSONS = ["tokenization", "positional", "attention", "multihead", "causal", "encoder", "decoder", "training"]
+LESSONS = [
+    "tokenization",
+    "positional",
+    "attention",
+    "multihead",
+    "causal",
+    "encoder",
+    "decoder",
+    "training",
+    "language_model",
+]
 LESSON_TITLES = [
     "Tokenization",
     "Positional encodings",
@@ -23,6 +33,7 @@ LESSON_TITLES = [
     "Encoder stack",
     "Decoder & cross-attention",
     "Train it yourself",
+    "A real language model",
 ]
 
 
@@ -38,7 +49,7 @@ def test_welcome_page_numbers_the_lessons_and_reads_across_its_rows_in_that_orde
     app = open_page("pages/home.py")
     columns = [[link.proto.label for link in column.get("page_link")] for column in app.main.columns]
     # Rows of three columns, one lesson each: across the first row 1, 2, 3 (not down a column: 1, 4, 7).
-    assert columns[:8] == [[f"{number}. {title}"] for number, title in enumerate(LESSON_TITLES, start=1)]
+    assert columns[: len(LESSON_TITLES)] == [[f"{number}. {title}"] for number, title in enumerate(LESSON_TITLES, start=1)]
 
 
 def test_sidebar_text_comes_from_the_link():
