@@ -49,7 +49,9 @@ def test_welcome_page_numbers_the_lessons_and_reads_across_its_rows_in_that_orde
     app = open_page("pages/home.py")
     columns = [[link.proto.label for link in column.get("page_link")] for column in app.main.columns]
     # Rows of three columns, one lesson each: across the first row 1, 2, 3 (not down a column: 1, 4, 7).
-    assert columns[: len(LESSON_TITLES)] == [[f"{number}. {title}"] for number, title in enumerate(LESSON_TITLES, start=1)]
+    assert columns[: len(LESSON_TITLES)] == [
+        [f"{number}. {title}"] for number, title in enumerate(LESSON_TITLES, start=1)
+    ]
 
 
 def test_sidebar_text_comes_from_the_link():

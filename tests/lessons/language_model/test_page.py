@@ -1,0 +1,195 @@
+"""The language-model page, driven headlessly: what it shows is what SmolLM2 in `anatomy` computes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from anatomy.generation import Sampling, generate
+from harness.apptest import HOSTILE_TEXTS, all_markdown, assert_clean, chart, chart_keys, numbers, open_page, table_with
+from lessons.language_model import links, reading, text, writing
+
+pytestmark = pytest.mark.slow  # every test runs SmolLM2 through the page (seconds each)
+
+PAGE = "pages/language_model.py"
+PROMPT = "The capital of France is"
+NEXT_TOKEN, WRITING, ATTENTION, CHAT = links.TABS
+
+
+def open_tab(tab: str, study_text: str = PROMPT, **query: str):
+    app = open_page(PAGE, text=study_text, query={links.TAB: tab, **query})
+    assert_clean(app)
+    return app
+
+
+def shown_text(app) -> list[str]:
+    """Every literal block the page drew (user text and model output go there, never to markdown)."""
+    return [block.value for block in app.code]
+
+
+def test_the_page_opens_on_the_next_token_and_runs_only_the_open_tab():
+    app = open_page(PAGE, text=PROMPT)
+    assert_clean(app)
+    assert app.title[0].value == "A real language model: SmolLM2"
+    assert app.session_state[links.TAB] == NEXT_TOKEN
+    assert chart_keys(app) == ["lm_next"]
+    assert chart_keys(open_tab(WRITING)) == ["lm_writing"]
+    assert chart_keys(open_tab(ATTENTION)) == ["lm_attention"]
+    assert chart_keys(open_tab(CHAT)) == []
+    markdown = all_markdown(app)
+    for change in ("RMSNorm", "Rotary positions", "Grouped-query attention", "SwiGLU", "tied embeddings", "4-bit"):
+        assert change in markdown
+
+
+def test_the_texts_tokens_are_shown_with_their_ids_and_readable_pieces(chat):
+    tokens = table_with(open_tab(NEXT_TOKEN), "piece")
+    assert tokens["id"].tolist() == chat.encode(PROMPT) == [504, 3575, 282, 4649, 314]
+    assert tokens["piece"].tolist() == ["The", "·capital", "·of", "·France", "·is"]
+
+
+def test_the_top_k_next_tokens_are_the_models_own_probabilities(chat):
+    app = open_tab(NEXT_TOKEN, **{links.TOP_K: "5"})
+    probabilities = reading.next_token_probabilities(reading.decoder_of(chat), tuple(chat.encode(PROMPT)))
+    expected = probabilities.topk(5)
+    table = table_with(app, "probability")
+    assert table["id"].tolist() == expected.indices.tolist()
+    assert np.allclose(table["probability"].to_numpy(), expected.values.double().numpy(), atol=1e-6)
+    assert table["token"].tolist()[0] == "·Paris" and table["probability"].iloc[0] == pytest.approx(0.773, abs=0.005)
+    (bars,) = chart(app, "lm_next")["data"]
+    assert np.allclose(numbers(bars["x"]), expected.values.double().numpy(), atol=1e-6)
+
+
+def test_greedy_writing_shows_what_generate_writes(chat):
+    app = open_tab(WRITING, **{links.NEW_TOKENS: "8"})
+    model, ids = reading.decoder_of(chat), chat.encode(PROMPT)
+    expected = generate(model, reading.as_batch(ids, model), 8)[0, len(ids) :].tolist()
+    steps = table_with(app, "token written")
+    assert steps["id"].tolist() == expected
+    assert shown_text(app)[0] == PROMPT + chat.tokenizer.decode(expected, skip_special_tokens=False)
+    assert steps["probability"].tolist() == steps["model's probability"].tolist()  # greedy reshapes nothing
+    assert steps["best candidates"].iloc[0].startswith("·Paris 0.77")
+
+
+def test_sampled_writing_with_a_seed_is_the_same_on_every_visit_and_matches_generate(chat):
+    query = {
+        links.MODE: "sampled",
+        links.NEW_TOKENS: "10",
+        links.TEMPERATURE: "1.2",
+        links.SAMPLE_TOP_K: "40",
+        links.TOP_P: "0.9",
+        links.SEED: "7",
+    }
+    first, second = open_tab(WRITING, **query), open_tab(WRITING, **query)
+    written = table_with(first, "token written")["id"].tolist()
+    assert table_with(second, "token written")["id"].tolist() == written
+    model, ids = reading.decoder_of(chat), chat.encode(PROMPT)
+    sampling = Sampling(temperature=1.2, top_k=40, top_p=0.9)
+    expected = generate(
+        model, reading.as_batch(ids, model), 10, sampling=sampling, generator=torch.Generator().manual_seed(7)
+    )
+    assert written == expected[0, len(ids) :].tolist()
+    other_seed = open_tab(WRITING, **{**query, links.SEED: "8"})
+    assert table_with(other_seed, "token written")["id"].tolist() != written
+
+
+def test_the_attention_map_is_the_models_trace_for_that_layer_and_head(chat):
+    app = open_tab(ATTENTION, **{links.LAYER: "12", links.HEAD: "4"})
+    model, ids = reading.decoder_of(chat), chat.encode(PROMPT)
+    with torch.no_grad():
+        trace = model(reading.as_batch(ids, model), trace=True).recorded_trace
+    expected = trace.layers[12].attention.weights[0, 4].double().numpy()
+    (heatmap,) = chart(app, "lm_attention")["data"]
+    shown = numbers(heatmap["z"])
+    assert np.allclose(shown, expected, atol=1e-3)  # the figure rounds its cells to 3 decimals
+    assert (shown[np.triu_indices(5, 1)] == 0).all()
+    assert np.allclose(shown.sum(axis=1), 1, atol=5e-3)
+    assert heatmap["x"] == ["0 The", "1 ·capital", "2 ·of", "3 ·France", "4 ·is"]
+    assert any("key/value head 1" in caption.value for caption in app.caption)  # heads 3–5 share key head 1
+
+
+def test_a_long_text_is_cut_at_512_tokens_and_its_attention_seen_through_a_window():
+    long_text = " ".join(f"w{index}" for index in range(400))  # 800 tokens: "w" and digits
+    app = open_tab(ATTENTION, long_text, **{links.WINDOW_START: "100"})
+    assert any("reads the first 512" in warning.value for warning in app.warning)
+    (heatmap,) = chart(app, "lm_attention")["data"]
+    assert numbers(heatmap["z"]).shape == (48, 48) and heatmap["x"][0].startswith("100 ")
+    assert app.query_params[links.WINDOW_START] == "100"
+
+
+def test_the_chat_template_tokens_are_the_tokenizers_with_special_tokens_marked(chat):
+    message = "What is the capital of France?"
+    app = open_tab(CHAT, **{links.MESSAGE: message, links.REPLY: "true"})
+    prompt = chat.chat_prompt([{"role": "user", "content": message}])
+    assert shown_text(app)[0] == prompt.rstrip("\n")  # st.code drops a last newline (the table keeps its ↵)
+    tokens = [frame.value for frame in app.dataframe if "kind" in frame.value.columns][-1]  # after the text's own
+    assert tokens["id"].tolist() == chat.encode(prompt)
+    assert tokens.loc[tokens["kind"] == "special", "piece"].tolist() == ["<|im_start|>", "<|im_end|>"] * 2 + [
+        "<|im_start|>"
+    ]
+    _, read = reading.chat_tokens(chat, message)
+    steps = writing.write(reading.decoder_of(chat), read.ids, writing.MAX_NEW_TOKENS, stop_token_ids={2})
+    assert shown_text(app)[1] == chat.tokenizer.decode(writing.written_ids(steps), skip_special_tokens=True)
+    assert "Paris" in shown_text(app)[1]
+
+
+def test_every_choice_goes_into_the_link_and_the_link_restores_it():
+    query = {
+        links.MODE: "sampled",
+        links.NEW_TOKENS: "5",
+        links.TEMPERATURE: "0.5",
+        links.SAMPLE_TOP_K: "20",
+        links.TOP_P: "0.8",
+        links.SEED: "42",
+    }
+    app = open_tab(WRITING, **query)
+    assert {key: app.query_params[key] for key in query} == query
+    app.slider(key=links.NEW_TOKENS).set_value(3).run()
+    assert app.query_params[links.NEW_TOKENS] == "3"
+    assert len(table_with(app, "token written")) == 3
+    app = open_tab(ATTENTION, **{links.LAYER: "29", links.HEAD: "8"})
+    app.selectbox(key=links.HEAD).set_value(2).run()
+    assert (app.query_params[links.LAYER], app.query_params[links.HEAD]) == ("29", "2")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "default"),
+    [
+        (links.LAYER, "30", 0),
+        (links.HEAD, "-1", 0),
+        (links.TOP_K, "lots", 10),
+        (links.NEW_TOKENS, "41", 20),
+        (links.MODE, "beam", "greedy"),
+        (links.TEMPERATURE, "0", 0.8),
+        (links.TOP_P, "nan", 0.95),
+        (links.SEED, "1e99", 0),
+    ],
+)
+def test_a_link_value_the_page_cannot_use_falls_back_to_the_default(key, value, default):
+    tab = {links.TOP_K: NEXT_TOKEN, links.LAYER: ATTENTION, links.HEAD: ATTENTION}.get(key, WRITING)
+    app = open_tab(tab, **{links.MODE: "sampled", key: value})
+    assert app.session_state[key] == default
+
+
+def test_empty_text_gets_a_message_and_no_model_run():
+    app = open_tab(NEXT_TOKEN, "")
+    assert chart_keys(app) == []
+    assert [info.value for info in app.info].count(text.EMPTY_TEXT) == 2  # above the tabs and in the open tab
+
+
+def test_whitespace_is_text_to_a_language_model_and_its_pieces_are_made_visible():
+    app = open_tab(NEXT_TOKEN, "  \n\t")
+    assert table_with(app, "piece")["piece"].tolist() == ["··", "↵⇥"]  # one merged piece for newline + tab
+    assert chart_keys(app) == ["lm_next"]
+
+
+@pytest.mark.parametrize("name", ["html", "markdown", "script", "right_to_left", "emoji"])
+def test_hostile_text_is_shown_literally_never_rendered(name):
+    hostile = HOSTILE_TEXTS[name]
+    for tab in (NEXT_TOKEN, WRITING):
+        app = open_tab(tab, hostile, **{links.NEW_TOKENS: "3"})
+        assert hostile not in all_markdown(app)
+        assert not [element for element in app.markdown if element.proto.allow_html]
+    assert shown_text(app)[0].startswith(hostile)  # the writing tab shows the text exactly, then what was written
+    chat_app = open_tab(CHAT, PROMPT, **{links.MESSAGE: hostile})
+    assert hostile in shown_text(chat_app)[0] and hostile not in all_markdown(chat_app)

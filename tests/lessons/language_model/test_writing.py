@@ -1,0 +1,51 @@
+"""Writing step by step gives exactly the tokens `anatomy.generation.generate` writes, and records each step."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from anatomy.generation import Sampling, generate
+from lessons.language_model import reading, writing
+
+pytestmark = pytest.mark.slow  # loads SmolLM2 and writes (seconds)
+
+PROMPT = "The capital of France is"
+
+
+def generated(chat, new_tokens: int, **options) -> list[int]:
+    ids = tuple(chat.encode(PROMPT))
+    model = reading.decoder_of(chat)
+    return generate(model, reading.as_batch(ids, model), new_tokens, **options)[0, len(ids) :].tolist()
+
+
+def test_greedy_steps_write_what_generate_writes_and_each_takes_the_most_probable_token(chat):
+    steps = writing.write(reading.decoder_of(chat), tuple(chat.encode(PROMPT)), 12)
+    assert writing.written_ids(steps) == generated(chat, 12)
+    assert reading.piece_of(chat, steps[0].token_id) == "·Paris"
+    assert steps[0].probability == pytest.approx(0.773, abs=0.005)
+    for step in steps:
+        assert step.candidates[0] == step.token_id and step.probability == step.model_probability
+        assert step.kept == 49_152  # greedy: the whole vocabulary is in the running
+
+
+def test_sampled_steps_with_a_seed_write_what_generate_writes_with_that_seed_every_time(chat):
+    sampling = Sampling(temperature=0.8, top_k=50, top_p=0.95)
+    model, ids = reading.decoder_of(chat), tuple(chat.encode(PROMPT))
+    first = writing.write(model, ids, 12, sampling, seed=3)
+    assert writing.written_ids(first) == generated(
+        chat, 12, sampling=sampling, generator=torch.Generator().manual_seed(3)
+    )
+    assert writing.write(model, ids, 12, sampling, seed=3) == first
+    assert writing.written_ids(writing.write(model, ids, 12, sampling, seed=4)) != writing.written_ids(first)
+    # Temperature 0.8 sharpens, top-k and top-p cut: the token is more likely in the draw than in the model.
+    assert first[0].probability > first[0].model_probability
+    assert all(step.kept <= 50 for step in first)
+    assert all(abs(sum(step.candidate_probabilities) - 1) < 1e-6 for step in first if step.kept <= 5)
+
+
+def test_writing_stops_after_a_stop_token(chat):
+    _, tokens = reading.chat_tokens(chat, "What is the capital of France?")
+    steps = writing.write(reading.decoder_of(chat), tokens.ids, 40, stop_token_ids=chat.stop_token_ids)
+    assert steps[-1].token_id in chat.stop_token_ids and len(steps) < 40
+    assert "Paris" in chat.tokenizer.decode(writing.written_ids(steps))
