@@ -34,9 +34,10 @@ WHAT_CHANGED = """
   much of `up(x)` passes, instead of one ReLU.
 - **No biases** on any projection, and **tied embeddings**: the one table that turns token ids into vectors
   also scores every vocabulary token as the next one.
-- **4-bit weights**: the file holds the weights quantized to 4 bits (groups of 32 numbers sharing a scale and
-  an offset, llama.cpp's Q4_1 format), 98 MB instead of 540 MB. They are dequantized to 32-bit floats when
-  loaded, so the numbers here are those of the quantized model, a little off from the original's.
+- **4-bit weights**: the file stores every matrix of the blocks quantized to 4 bits (llama.cpp's Q4_1: groups
+  of 32 numbers sharing one scale and one offset), the embedding table in 8 bits and the norms' weights as
+  they are: 98 MB instead of 540 MB. They are dequantized to 32-bit floats when loaded, so the numbers here
+  are those of the quantized model, a little off from the original's.
 """
 
 MODEL_FACTS = (
@@ -72,8 +73,9 @@ ATTENTION = """
 Each query head's causal attention over your text: row *t* is how the token at position *t* spreads its
 attention over itself and the tokens before it (the softmax of one row of QKᵀ/√d_head). Everything right of the
 diagonal is zero: the mask. Query heads 0–2 share key head 0, heads 3–5 key head 1, heads 6–8 key head 2.
-Many heads of such models put most of their weight on the very first token, a resting place when nothing in
-the text matters to them (an "attention sink").
+From about layer 3 on, most heads put a third or more of their weight, often nearly all of it, on the very
+first token: a resting place when nothing in the text matters to them (an "attention sink"). Compare layer 0
+with layer 18 on a sentence of twenty words.
 """
 
 CHAT = """
@@ -82,6 +84,11 @@ each message between the special tokens `<|im_start|>` and `<|im_end|>`, after i
 system message of its own, and ends with `<|im_start|>assistant`, so the most likely next text is an answer.
 The special tokens are single tokens that no typed text produces... unless it spells them out exactly.
 """
+
+SIDEBAR_MODEL = (
+    "This page always runs SmolLM2 on the sidebar's **Text to study**; the sidebar's **Model** is the one the "
+    "other lessons use."
+)
 
 EMPTY_TEXT = "Type a text in the sidebar's **Text to study** box to see how SmolLM2 reads it."
 EMPTY_MESSAGE = "Type a message to see it laid out by the chat template."

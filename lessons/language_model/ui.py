@@ -118,6 +118,7 @@ def show_model_facts(chat: ChatModel) -> None:
             parameters=parameters,
         )
     )
+    st.caption(text.SIDEBAR_MODEL)
 
 
 def show_tokens(chat: ChatModel, study_text: str) -> ModelTokens | None:
