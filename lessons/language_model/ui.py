@@ -141,7 +141,7 @@ def show_tokens(chat: ChatModel, study_text: str) -> ModelTokens | None:
 def show_next_token(chat: ChatModel, study_text: str) -> None:
     st.markdown(text.NEXT_TOKEN)
     k = linked.slider("How many candidates", links.TOP_K, 3, MOST_CANDIDATES, DEFAULT_CANDIDATES)
-    found = candidates_after(study_text, token_cap())
+    found = loaders.unless_out_of_memory(lambda: candidates_after(study_text, token_cap()), len(study_text))
     ids, probabilities = found.ids[:k], found.probabilities[:k]
     pieces = pieces_of(chat, ids)
     widgets.show_figure(
@@ -202,7 +202,7 @@ def steps_table(chat: ChatModel, steps) -> pd.DataFrame:
 def show_writing(chat: ChatModel, study_text: str) -> None:
     st.markdown(text.WRITING)
     settings = choose_sampling()
-    steps = steps_after(study_text, token_cap(), *settings)
+    steps = loaders.unless_out_of_memory(lambda: steps_after(study_text, token_cap(), *settings), len(study_text))
     written = chat.tokenizer.decode(writing.written_ids(steps), skip_special_tokens=False)
     widgets.show_literal(study_text + written, "Your text, then what SmolLM2 wrote after it")
     pieces = pieces_of(chat, writing.written_ids(steps))
@@ -260,7 +260,8 @@ def show_attention(chat: ChatModel, tokens: ModelTokens, study_text: str) -> Non
             f"{FOCUS_WINDOW} keys.",
         )
     window = focus_window(len(tokens), start)
-    weights = crop(attention_of(study_text, token_cap(), layer)[head], window, window)
+    maps = loaders.unless_out_of_memory(lambda: attention_of(study_text, token_cap(), layer), len(study_text))
+    weights = crop(maps[head], window, window)
     st.caption(text.head_group(head, config.num_heads, config.key_value_heads))
     if len(window) < len(tokens):
         st.caption(
