@@ -15,9 +15,9 @@ from lessons.language_model import links, reading, text, ui, writing
 context = sidebar.current()
 st.title("A real language model: SmolLM2")
 st.markdown(text.INTRO)
-chat = ui.model()
-ui.show_model_facts(chat)
 st.markdown(text.WHAT_CHANGED)
+chat = ui.model()  # or a message saying why this server has no SmolLM2, and the end of the page
+ui.show_model_facts(chat)
 tokens = ui.show_tokens(chat, context.text)
 widgets.show_open_tab(ui.SECTIONS, links.TAB, chat, tokens, context.text)
 widgets.show_source(

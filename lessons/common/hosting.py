@@ -24,6 +24,7 @@ ALLOWLIST_VARIABLE = "ANATOMY_MODEL_ALLOWLIST"  # comma-separated folders or hub
 MAX_CHARACTERS_VARIABLE = "ANATOMY_MAX_INPUT_CHARS"
 MAX_TOKENS_VARIABLE = "ANATOMY_MAX_INPUT_TOKENS"
 TRAINING_BUDGET_VARIABLE = "ANATOMY_TRAINING_BUDGET_SECONDS"
+LANGUAGE_MODEL_VARIABLE = "ANATOMY_LANGUAGE_MODEL"  # serve SmolLM2 (lesson 9): about 540 MB more
 FINGERPRINT_VARIABLE = "ANATOMY_DEBUG_FINGERPRINT"  # lets ?fingerprint=1 show the shared weights' hash
 
 EMBEDDED = ""  # how the allowlist (and the sidebar's model field) names the embedded all-MiniLM-L6-v2
@@ -50,6 +51,9 @@ class HostingSettings:
     max_input_characters: int | None = None  # longer text is refused, not cut
     max_input_tokens: int | None = None  # the model reads at most this many tokens
     training_budget_seconds: float | None = None  # wall-clock time one "train it yourself" run may take
+    # SmolLM2 takes about 540 MB once loaded (over 1 GB while it is dequantized) on top of the ~800 MB a room of
+    # students already holds: more than a free tier's 700 MB. So a hosted server serves it only when told to.
+    language_model: bool = True
 
     @classmethod
     def from_environment(cls, environment: Mapping[str, str] | None = None) -> HostingSettings:
@@ -66,6 +70,7 @@ class HostingSettings:
             training_budget_seconds=_number(
                 environment, TRAINING_BUDGET_VARIABLE, float, HOSTED_TRAINING_BUDGET_SECONDS if hosted else None
             ),
+            language_model=_flag(environment, LANGUAGE_MODEL_VARIABLE, default=not hosted),
         )
 
     def allows_model(self, reference: str) -> bool:
@@ -118,8 +123,10 @@ def _allowlist(raw: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys([EMBEDDED, *names]))  # the embedded model first: it is everyone's fallback
 
 
-def _flag(environment: Mapping[str, str], name: str) -> bool:
+def _flag(environment: Mapping[str, str], name: str, default: bool = False) -> bool:
     value = environment.get(name, "").strip().lower()
+    if not value:
+        return default
     if value in _TRUE:
         return True
     if value in _FALSE:

@@ -27,6 +27,7 @@ HOSTING_VARIABLES = (
     hosting.MAX_TOKENS_VARIABLE,
     hosting.TRAINING_BUDGET_VARIABLE,
     hosting.FINGERPRINT_VARIABLE,
+    hosting.LANGUAGE_MODEL_VARIABLE,
 )
 
 
@@ -85,6 +86,25 @@ def test_hosted_mode_caps_5000_characters_512_tokens_and_30_seconds_of_training(
     assert settings.allows_model("") and settings.allows_model(DEFAULT_MODEL_NAME)
 
 
+def test_a_hosted_server_serves_smollm2_only_when_told_to_and_a_laptop_always_does():
+    assert HostingSettings.from_environment({}).language_model
+    assert not HostingSettings.from_environment({"ANATOMY_HOSTED": "1"}).language_model
+    assert HostingSettings.from_environment({"ANATOMY_HOSTED": "1", "ANATOMY_LANGUAGE_MODEL": "1"}).language_model
+    assert not HostingSettings.from_environment({"ANATOMY_LANGUAGE_MODEL": "off"}).language_model
+
+
+def test_a_hosted_language_model_page_says_why_smollm2_is_off_and_loads_nothing(hosted, monkeypatch):
+    def refuse(device):
+        raise AssertionError("SmolLM2 must not be loaded on this server")
+
+    monkeypatch.setattr(loaders, "_load_chat_model", refuse)
+    app = open_page("pages/language_model.py")
+    assert_clean(app)
+    (notice,) = [info.value for info in app.info]
+    assert "leaves SmolLM2 off" in notice and "ANATOMY_LANGUAGE_MODEL=1" in notice
+    assert not app.dataframe and not app.get("plotly_chart")
+
+
 @pytest.mark.parametrize("value", ["1", "true", "YES", " on "])
 def test_hosted_mode_is_switched_on_by_any_usual_spelling_of_yes(value):
     assert HostingSettings.from_environment({"ANATOMY_HOSTED": value}).hosted
@@ -124,6 +144,7 @@ def test_each_cap_has_its_own_variable_which_also_works_outside_hosted_mode():
     "name, value",
     [
         ("ANATOMY_HOSTED", "maybe"),
+        ("ANATOMY_LANGUAGE_MODEL", "perhaps"),
         ("ANATOMY_MAX_INPUT_CHARS", "lots"),
         ("ANATOMY_MAX_INPUT_CHARS", "-5"),
         ("ANATOMY_MAX_INPUT_TOKENS", "0"),

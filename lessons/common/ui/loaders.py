@@ -75,6 +75,14 @@ def _load_chat_model(device: str) -> ChatModel:
 
 def chat_model_or_stop() -> ChatModel:
     """SmolLM2, or a message for this visitor saying why it is not there, and the end of this run of the page."""
+    if not hosting.current().language_model:
+        st.info(
+            "This hosted demo leaves SmolLM2 off: it needs about 540 MB of memory more than the other lessons "
+            "together. Run the app on your own machine to try it (see the README), or ask the server's operator "
+            f"to set {hosting.LANGUAGE_MODEL_VARIABLE}=1.",
+            icon=":material/memory:",
+        )
+        st.stop()
     try:
         return get_chat_model()
     except ModelLoadError as error:
