@@ -60,6 +60,8 @@ FIGURES = """() => {
   };
   return [...document.querySelectorAll('.js-plotly-plot')].map(plot => ({
     title: ((plot.layout.title && plot.layout.title.text) || '').replace(/<[^>]+>/g, ''),
+    subtitle: ((plot.layout.title && plot.layout.title.subtitle && plot.layout.title.subtitle.text) || '')
+      .replace(/<br>/g, ' ').replace(/<[^>]+>/g, ''),
     shapes: (plot.layout.shapes || []).map(shape => [shape.x0, shape.x1, shape.y0, shape.y1]),
     annotations: (plot.layout.annotations || []).map(note => note.text),
     traces: (plot._fullData || []).map(trace => ({

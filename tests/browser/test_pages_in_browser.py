@@ -120,8 +120,9 @@ def check_positional(app: AppPage) -> None:
     assert _selected(app, "stNumberInput", "Model width d") == "64"
     assert _selected(app, "stSlider", "Positions shown") == "40"
     assert _open_tab(app) == "The whole table"
-    titles = [figure["title"] for figure in app.figures()]
-    assert titles[0] == "Sinusoidal: 40 positions × 64 dimensions" and len(titles) == 2
+    figures = app.figures()
+    assert [figure["title"] for figure in figures] == ["Sinusoidal", "Learned"]
+    assert figures[0]["subtitle"].startswith("40 positions × 64 dimensions")
 
 
 def check_attention(app: AppPage) -> None:

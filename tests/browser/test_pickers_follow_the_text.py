@@ -7,6 +7,8 @@ click through the very sequences that broke, in Chromium.
 
 from __future__ import annotations
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
 from harness.browser import AppPage
 
 ATTENTION = "attention"
@@ -22,18 +24,34 @@ def shown(app: AppPage, label: str) -> str:
     return picker(app, label).locator('input[role="combobox"]').input_value()
 
 
+def open_list(app: AppPage, label: str) -> None:
+    """Open a picker's list of options. The picker is scrolled into view first and left to settle: a list
+    opened while the page still scrolls is closed again at once (react-aria closes it on scroll)."""
+    box = picker(app, label)
+    box.scroll_into_view_if_needed()
+    listed = app.page.locator('[role="listbox"] [role="option"]')
+    for _ in range(3):
+        app.page.wait_for_timeout(300)
+        box.locator('button[aria-label="Open"]').click()
+        try:
+            listed.first.wait_for(timeout=5_000)
+            return
+        except PlaywrightTimeoutError:
+            continue
+    listed.first.wait_for()  # a last wait, with the default timeout, that reports the failure
+
+
 def options(app: AppPage, label: str) -> list[str]:
     """A picker's options, read by opening it (then closed again)."""
-    picker(app, label).locator('button[aria-label="Open"]').click()
+    open_list(app, label)
     listed = app.page.locator('[role="listbox"] [role="option"]')
-    listed.first.wait_for()
     texts = listed.all_inner_texts()
     app.page.keyboard.press("Escape")
     return [text.strip() for text in texts]
 
 
 def choose(app: AppPage, label: str, option: str) -> None:
-    picker(app, label).locator('button[aria-label="Open"]').click()
+    open_list(app, label)
     app.page.locator('[role="listbox"] [role="option"]').filter(has_text=option).first.click()
     app.wait_until_painted()
 
