@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from harness.browser import ARTIFACTS, AppPage
 from harness.server import StreamlitServer
+from lessons.common.ui.frame import LESSONS
 
 
 def test_a_deep_link_as_the_first_request_to_a_fresh_server_gets_navigation_sidebar_and_its_view(page):
@@ -20,7 +21,7 @@ def test_a_deep_link_as_the_first_request_to_a_fresh_server_gets_navigation_side
         assert app.title() == "Scaled dot-product attention, step by step"
         assert app.text_box().input_value() == "a link to share"  # the sidebar ran, from app.py
         navigation = page.locator('[data-testid="stSidebarNav"] a')
-        assert navigation.count() == 9  # so did st.navigation
+        assert navigation.count() == len(LESSONS)  # so did st.navigation: the welcome page and every lesson
         assert app.query()["att_layer"] == "2" and app.query()["att_head"] == "5"
         layer = page.get_by_role("slider", name="Layer")
         assert layer.get_attribute("aria-valuetext") == "2"
