@@ -85,26 +85,7 @@ def real_input_problem(context) -> str | None:
 
 
 def choose_layer_and_head(config) -> tuple[int, int]:
-    left, right = st.columns(2)
-    layer = linked.selectbox(
-        "Layer",
-        links.LAYER,
-        range(config.num_layers),
-        0,
-        parse=int,
-        container=left,
-        format_func=lambda index: f"layer {index}",
-    )
-    head = linked.selectbox(
-        "Head",
-        links.HEAD,
-        range(config.num_heads),
-        0,
-        parse=int,
-        container=right,
-        format_func=lambda index: f"head {index}",
-    )
-    return layer, head
+    return linked.layer_and_head(config.num_layers, config.num_heads, links.LAYER, links.HEAD)
 
 
 def choose_window_start(num_tokens: int) -> int:

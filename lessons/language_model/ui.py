@@ -235,18 +235,8 @@ def show_writing(chat: ChatModel, study_text: str) -> None:
 def show_attention(chat: ChatModel, tokens: ModelTokens, study_text: str) -> None:
     st.markdown(text.ATTENTION)
     config = reading.decoder_of(chat).config
-    left, right = st.columns(2)
-    layer = linked.selectbox(
-        "Layer", links.LAYER, range(config.num_layers), 0, parse=int, container=left, format_func=lambda i: f"layer {i}"
-    )
-    head = linked.selectbox(
-        "Query head",
-        links.HEAD,
-        range(config.num_heads),
-        0,
-        parse=int,
-        container=right,
-        format_func=lambda i: f"head {i}",
+    layer, head = linked.layer_and_head(
+        config.num_layers, config.num_heads, links.LAYER, links.HEAD, head_label="Query head"
     )
     start = 0
     if len(tokens) > FOCUS_WINDOW:

@@ -541,3 +541,17 @@ def publish_text(key: str, text: str) -> bool:
         return False
     publish(key, text, encoded)
     return True
+
+
+def layer_and_head(
+    num_layers: int, num_heads: int, layer_key: str, head_key: str, head_label: str = "Head"
+) -> tuple[int, int]:
+    """Two pickers side by side, a layer and a head of it (both counted from 0), in the link under the keys."""
+    left, right = st.columns(2)
+    layer = selectbox(
+        "Layer", layer_key, range(num_layers), 0, parse=int, container=left, format_func=lambda index: f"layer {index}"
+    )
+    head = selectbox(
+        head_label, head_key, range(num_heads), 0, parse=int, container=right, format_func=lambda index: f"head {index}"
+    )
+    return layer, head
