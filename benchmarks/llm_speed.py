@@ -11,7 +11,7 @@ Three measurements, each printed with the ratio ours / transformers taken in the
 2. generation of 32 new tokens, greedy, with and without the KV cache, ours (`anatomy.generation.generate`)
    and transformers (`generate(use_cache=...)`), in tokens per second, checked to produce the same tokens;
 3. cold loads in fresh processes, from `python -c` to a model and tokenizer ready to run: ours
-   (`lessons.llm.smollm2.load_chat_model`) and transformers (`from_pretrained(gguf_file=...)` and
+   (`lessons.common.llm.smollm2.load_chat_model`) and transformers (`from_pretrained(gguf_file=...)` and
    `AutoTokenizer`), wall time.
 
 The contenders alternate inside each repetition so that machine noise falls on both; tables show the
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LOAD_OURS = """
 import time; start = time.perf_counter()
-from lessons.llm.smollm2 import load_chat_model
+from lessons.common.llm.smollm2 import load_chat_model
 model = load_chat_model()
 print(time.perf_counter() - start)
 """
@@ -46,7 +46,7 @@ LOAD_TRANSFORMERS = """
 import time; start = time.perf_counter()
 import torch
 from transformers import AutoTokenizer, LlamaForCausalLM
-from lessons.llm.smollm2 import smollm2_gguf_path
+from lessons.common.llm.smollm2 import smollm2_gguf_path
 path = smollm2_gguf_path()
 model = LlamaForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, attn_implementation="eager",
                                          dtype=torch.float32)
@@ -148,7 +148,7 @@ def main() -> None:
     from transformers import LlamaForCausalLM
     from transformers.utils import logging
 
-    from lessons.llm.smollm2 import load_chat_model, smollm2_gguf_path
+    from lessons.common.llm.smollm2 import load_chat_model, smollm2_gguf_path
 
     logging.set_verbosity_error()
     path = smollm2_gguf_path()

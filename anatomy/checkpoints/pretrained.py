@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
 from torch import Tensor, nn
+from torch.overrides import TorchFunctionMode
 
 from anatomy.checkpoints import keymaps
 from anatomy.checkpoints.gguf import (
@@ -322,6 +325,28 @@ def load_pretrained(
     return PretrainedModel(name, folder, config, model, _load_tokenizer(folder), target, task)
 
 
+class _NoInitialisation(TorchFunctionMode):
+    """While active (in this thread), the functions of `torch.nn.init` leave their tensor as it is."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if getattr(func, "__module__", None) == "torch.nn.init":
+            return args[0] if args else kwargs["tensor"]  # the tensor it would have filled, untouched
+        return func(*args, **kwargs)
+
+
+@contextmanager
+def weights_to_be_replaced() -> Iterator[None]:
+    """Build modules whose every weight a checkpoint replaces at once (`load_state(..., assign=True)`).
+
+    They are built on the meta device, which holds shapes but no memory, and their random initialisation is
+    skipped: it would be thrown away, and on the meta device torch's `normal_` alone (the embedding table's
+    initialiser) imports `torch._dynamo`, about two of the seconds a cold load of SmolLM2 takes.
+    """
+    with torch.device("meta"), _NoInitialisation():
+        yield
+
+
 def load_gguf(
     path: str | os.PathLike, device: str | torch.device | None = None, dtype: torch.dtype = torch.float32
 ) -> PretrainedModel:
@@ -345,7 +370,7 @@ def load_gguf(
             torch.set_num_threads(previous_threads)
     except (GGUFFormatError, UnsupportedGGUFError) as error:
         raise ModelLoadError(str(error)) from error
-    with torch.device("meta"):  # no memory and no random initialisation for weights replaced at once
+    with weights_to_be_replaced():
         model = DecoderOnlyLM(config)
     load_state(model, checkpoint, keymaps.LLAMA_GGUF, keymaps.LLAMA_GGUF_IGNORED, assign=True)
     target = device if isinstance(device, torch.device) else choose_device(device)

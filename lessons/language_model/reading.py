@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from anatomy.models import DecoderOnlyLM
-from lessons.llm.smollm2 import ChatModel
+from lessons.common.llm.smollm2 import ChatModel
 
 MAX_TOKENS = 512  # SmolLM2 reads 8,192 tokens, but a page on two CPU cores answers in seconds only up to here
 SHOWN_SPACE, SHOWN_NEWLINE, SHOWN_TAB = "·", "↵", "⇥"  # as the tokenization lesson draws them

@@ -15,10 +15,10 @@ from anatomy.generation import Sampling
 from lessons.causal import chart_ui
 from lessons.causal.masking import FOCUS_WINDOW, crop, focus_window
 from lessons.common import hosting
+from lessons.common.llm.smollm2 import ChatModel
 from lessons.common.ui import linked, loaders, widgets
 from lessons.language_model import figures, links, reading, text, writing
 from lessons.language_model.reading import ModelTokens
-from lessons.llm.smollm2 import ChatModel
 
 CACHED_TEXTS = 16  # token lists are small: a class trying texts one after another
 CACHED_RUNS = 8  # candidates and written steps: a few kB each

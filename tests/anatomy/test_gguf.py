@@ -112,7 +112,36 @@ def test_a_gguf_file_runs_exactly_as_transformers_loads_it(files, kind):
     for weights, their_weights_map in zip(mine.attentions, expected.attentions, strict=True):
         assert (weights - their_weights_map).abs().max().item() <= 1e-5
     assert ours.metadata is not None and ours.metadata["general.architecture"] == "llama"
-    assert ours.tokenizer is None  # built from the metadata outside anatomy (lessons.llm.tokenizer)
+    assert ours.tokenizer is None  # built from the metadata outside anatomy (lessons.common.llm.tokenizer)
+
+
+def test_modules_built_for_a_checkpoint_hold_no_memory_and_draw_no_random_weights():
+    from anatomy.checkpoints.pretrained import weights_to_be_replaced
+
+    untouched = torch.zeros(3, 4)
+    with weights_to_be_replaced():
+        table = torch.nn.Embedding(49_152, 576)
+        torch.nn.init.normal_(untouched)
+        torch.nn.init.kaiming_uniform_(tensor=untouched)
+    assert table.weight.is_meta and table.weight.shape == (49_152, 576)
+    assert torch.equal(untouched, torch.zeros(3, 4))
+    torch.nn.init.normal_(untouched)  # outside, initialisation works again
+    assert untouched.abs().sum() > 0
+
+
+def test_a_cold_gguf_load_does_not_import_torch_dynamo(files):
+    """On the meta device torch's `normal_` imports torch._dynamo (seconds on a cold start); a load never
+    needs it."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, anatomy; "
+        f"anatomy.load_pretrained({str(files['Q4_1'])!r}, device='cpu'); "
+        "print('torch._dynamo' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
 
 
 # ---------------------------------------------------------------------------------------------------------

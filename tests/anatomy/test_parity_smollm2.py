@@ -26,7 +26,7 @@ PROSE = (
 
 @pytest.fixture(scope="module")
 def chat_model():
-    from lessons.llm.smollm2 import load_chat_model
+    from lessons.common.llm.smollm2 import load_chat_model
 
     return load_chat_model()
 

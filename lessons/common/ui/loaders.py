@@ -22,9 +22,9 @@ from anatomy.checkpoints.pretrained import DEFAULT_MODEL_NAME, ModelLoadError, P
 from anatomy.devices import DeviceUnavailableError, choose_device
 from anatomy.training.recipes import RECIPES
 from lessons.common import hosting, memory
+from lessons.common.llm.smollm2 import ChatModel, load_chat_model
 from lessons.common.runs import EncoderRun, run_encoder
 from lessons.common.safe_text import escape_markdown
-from lessons.llm.smollm2 import ChatModel, load_chat_model
 
 T = TypeVar("T")
 RunKey = tuple[str, str, str | None, int | None]  # reference, text, second sentence, token cap

@@ -1,6 +1,6 @@
 """The tokenizer built from a GGUF file's metadata gives transformers' token ids, string for string.
 
-On SmolLM2 one choice is ours to make (see lessons/llm/tokenizer.py): llama.cpp and SmolLM2's own
+On SmolLM2 one choice is ours to make (see lessons/common/llm/tokenizer.py): llama.cpp and SmolLM2's own
 tokenizer.json isolate every digit before GPT-2's regex, transformers' GGUF loader does not. Built the
 transformers way, our tokenizer agrees with transformers on every string; built the way the model was trained
 (the default), it differs exactly on the strings where spaces come before a number.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from lessons.llm.tokenizer import build_tokenizer, encode, render_chat, special_tokens
-from tests.lessons.llm.tokenizer_corpus import CONVERSATIONS, HAND_WRITTEN, random_strings
+from lessons.common.llm.tokenizer import build_tokenizer, encode, render_chat, special_tokens
+from tests.lessons.common.llm.tokenizer_corpus import CONVERSATIONS, HAND_WRITTEN, random_strings
 from tests.tiny_gguf import write_tiny_llama_gguf
 
 # "What is the capital of France?" through SmolLM2's chat template (the system prompt is added by it).
@@ -20,7 +20,7 @@ CHAT_PROMPT_IDS += [19712, 8182, 2, 198, 1, 4093, 198, 1780, 314, 260, 3575, 282
 
 
 def smollm2_path():
-    from lessons.llm.smollm2 import smollm2_gguf_path
+    from lessons.common.llm.smollm2 import smollm2_gguf_path
 
     return smollm2_gguf_path()
 

