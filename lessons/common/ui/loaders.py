@@ -54,7 +54,9 @@ def get_model(reference: str = "") -> PretrainedModel:
 @st.cache_resource(show_spinner="Loading the model (once per server)…")
 def _load_model(reference: str, device: str) -> PretrainedModel:
     # One cache entry per distinct model and device: callers normalise both first. Errors are not cached.
-    return load_pretrained(reference, device=device)
+    pretrained = load_pretrained(reference, device=device)
+    memory.exempt_from_garbage_collection()
+    return pretrained
 
 
 def get_chat_model() -> ChatModel:
@@ -66,11 +68,13 @@ def get_chat_model() -> ChatModel:
 def _load_chat_model(device: str) -> ChatModel:
     # About 540 MB once dequantized to float32, on top of the embedded encoder: one copy serves every session.
     try:
-        return load_chat_model(device=device)
+        chat_model = load_chat_model(device=device)
     except ModelLoadError:
         raise
     except Exception as error:  # a damaged file or a gguf version this reader does not know
         raise ModelLoadError(f"SmolLM2 could not be loaded ({type(error).__name__}: {error}).") from error
+    memory.exempt_from_garbage_collection()
+    return chat_model
 
 
 def chat_model_or_stop() -> ChatModel:
