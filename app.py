@@ -6,7 +6,7 @@ from pathlib import Path
 import streamlit as st
 
 from lessons.common import memory
-from lessons.common.ui import frame, sidebar
+from lessons.common.ui import charts, frame, sidebar
 
 memory.configure_allocator()  # before the model loads: freed tensors go back to the system (see memory.py)
 
@@ -15,6 +15,8 @@ ICON = Path(__file__).parent / "assets" / "icon.png"
 st.set_page_config(page_title="Transformer Anatomy", page_icon=str(ICON), layout="wide")
 
 lesson = frame.start_navigation()
+charts.note_lesson(lesson.url_path)  # downloaded figures are named after it
+charts.enable_svg_export()
 sidebar.render()
 frame.mark_entrypoint()
 lesson.run()

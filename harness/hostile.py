@@ -200,13 +200,15 @@ NUMBER_PARAMETERS = {
 # What surviving an input means, checked on a finished AppTest run
 
 
-# The one st.html the app draws: a <style> block of its own (lessons/causal/chart_ui.py), which has no "<" inside.
+# The st.html the app draws: <style> blocks of its own (lessons/causal/chart_ui.py), which have no "<" inside,
+# and the fixed script that adds the SVG button to every chart's toolbar (lessons/common/ui/charts.py).
 STYLE_SHEET_ONLY = re.compile(r"<style>[^<]*</style>")
 
 
 def problems_after(app, text: str) -> list[str]:
     """Everything wrong with a page after it ran on `text`: exceptions, rendered markup, raw HTML."""
     from harness.apptest import all_markdown
+    from lessons.common.ui import charts
 
     problems = [f"exception: {item.value[:200]}" for item in app.exception]
     shown = all_markdown(app)
@@ -218,9 +220,10 @@ def problems_after(app, text: str) -> list[str]:
     if len(text.strip()) >= 4 and any(char in "<>[]()!*_`#$&|~\\" for char in text) and text in shown:
         problems.append("the whole text reached markdown unescaped")
     problems += [
-        "an st.html element other than a style sheet was drawn"
+        "an st.html element other than a style sheet or the SVG button's script was drawn"
         for element in app.get("html")
         if not STYLE_SHEET_ONLY.fullmatch(element.proto.body)
+        and element.proto.body.strip() != charts.SVG_BUTTON_SCRIPT.strip()
     ]
     problems += ["a markdown element allows HTML" for element in app.markdown if element.proto.allow_html]
     return problems

@@ -31,7 +31,7 @@ from lessons.attention.steps import (
     traced_head_steps,
 )
 from lessons.common.safe_text import escape_markdown
-from lessons.common.ui import linked, loaders, widgets
+from lessons.common.ui import charts, linked, loaders, widgets
 from lessons.common.ui.sidebar import StudyContext
 
 WIDEST_TABLE = 64  # columns; wider tables are offered as CSV only
@@ -278,7 +278,7 @@ def show_projections(lesson: HeadLesson, window: range) -> None:
         )
     matrices = {"Q = K = V": steps.query} if lesson.shared_qkv else {"Q": steps.query, "K": steps.key, "V": steps.value}
     shown = {name: matrix[window.start : window.stop] for name, matrix in matrices.items()}
-    st.plotly_chart(
+    charts.show(
         projection_panels(shown, rows, lesson.features, show_values=_small(steps.query[window.start : window.stop])),
         key="att_figure_projections",
     )
@@ -293,7 +293,7 @@ def show_scores(lesson: HeadLesson, window: range, focus: tuple[int, int], stage
     crop = slice(window.start, window.stop)
     raw, scaled, weights = (matrix[crop, crop] for matrix in (steps.raw_scores, steps.scaled_scores, steps.weights))
     highlight = (focus[0] - window.start, focus[1] - window.start) if all(i in window for i in focus) else None
-    st.plotly_chart(
+    charts.show(
         score_matrix(raw, scaled, weights, labels, labels, stage, show_values=_small(raw), highlight=highlight),
         key=f"att_figure_{stage}",
     )
@@ -313,7 +313,7 @@ def show_scores(lesson: HeadLesson, window: range, focus: tuple[int, int], stage
 def show_outputs(lesson: HeadLesson, window: range, query_index: int) -> None:
     steps, rows = lesson.steps, _window_labels(lesson, window)
     shown = steps.output[window.start : window.stop]
-    st.plotly_chart(
+    charts.show(
         step_matrix(shown, rows, lesson.features, "output = A V", show_values=_small(shown)), key="att_figure_output"
     )
     st.markdown(f"How row {query_index} of the output is built: each value vector, times its weight.")
@@ -333,7 +333,7 @@ def show_neuron_view(lesson: HeadLesson, query_index: int, key_index: int) -> No
     st.subheader("Inside one score")
     st.markdown(text.neuron_intro(query_index, key_index))
     parts = score_anatomy(lesson.steps, query_index, key_index)
-    st.plotly_chart(
+    charts.show(
         neuron_view(
             parts.query,
             parts.key,
@@ -384,7 +384,7 @@ def show_full_pattern(lesson: HeadLesson) -> None:
     if tokens <= FOCUS_WINDOW:
         return
     if linked.toggle(f"Show the whole {tokens} × {tokens} attention pattern (colours only)", links.WHOLE_PATTERN):
-        st.plotly_chart(full_pattern(lesson.steps.weights, lesson.labels), key="att_figure_full")
+        charts.show(full_pattern(lesson.steps.weights, lesson.labels), key="att_figure_full")
         st.download_button(
             "Download every weight (CSV)",
             lambda: (

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lessons.causal.figures import NUMBERS_FROM_PX
+from lessons.common.ui import charts
 
 
 def numbers_rule(key: str, narrowest_px: int) -> str:
@@ -27,9 +28,9 @@ def numbers_rule(key: str, narrowest_px: int) -> str:
     )
 
 
-def show_chart(figure: go.Figure, key: str) -> None:
-    """`st.plotly_chart`, with the numbers in the cells left out where the chart has no room for them."""
-    st.plotly_chart(figure, key=key)
+def show_chart(figure: go.Figure, key: str, about: str | None = None) -> None:
+    """`charts.show`, with the numbers in the cells left out where the chart has no room for them."""
+    charts.show(figure, key=key, about=about)
     narrowest = (figure.layout.meta or {}).get(NUMBERS_FROM_PX)
     if narrowest:
         st.html(numbers_rule(key, int(narrowest)))

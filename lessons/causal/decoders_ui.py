@@ -170,6 +170,7 @@ def show_sorter_heads(walk: decoding.SortingWalkthrough) -> None:
             _tokens(read_ids),
             "The sorter's attention at its last step (layers and heads from 0)",
         ),
+        about=walk.word,
     )
     st.markdown(text.HEADS_TEXT)
     shares = head_shares_table(walk)
@@ -203,6 +204,7 @@ def show_next_token_choices(walk: decoding.SortingWalkthrough) -> None:
             walk.generation.generated_ids,
             "Next-token probabilities, one row per step (✓ the token taken)",
         ),
+        about=walk.word,
     )
     chosen = linked.slider(
         "Step to look at", links.STEP, 0, len(steps) - 1, 0, help="Steps are numbered from 0; step 0 reads the prompt."
@@ -216,6 +218,7 @@ def show_next_token_choices(walk: decoding.SortingWalkthrough) -> None:
             [candidate.probability for candidate in candidates],
             f"Step {chosen}: the {SHOWN_CANDIDATES} most likely next tokens",
         ),
+        about=walk.word,
     )
 
 

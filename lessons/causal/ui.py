@@ -19,7 +19,7 @@ from lessons.causal import chart_ui, decoders_ui, links, masking, text
 from lessons.causal import figures as mask_figures
 from lessons.common.plots import as_array
 from lessons.common.runs import EncoderRun
-from lessons.common.ui import linked, loaders, widgets
+from lessons.common.ui import charts, linked, loaders, widgets
 
 MAX_PADS = 8
 DEFAULT_PADS = 3
@@ -62,7 +62,7 @@ def show_worked_example() -> None:
     st.subheader("A worked 4 × 4 example")
     st.markdown(text.WORKED_EXAMPLE)
     section = worked_example_section()
-    chart_ui.show_chart(section.figures["steps"], "cm_toy_steps")
+    chart_ui.show_chart(section.figures["steps"], "cm_toy_steps", about="")
     st.dataframe(section.tables["weights"], key="cm_toy_table")
     st.markdown(text.worked_example_rows(section.numbers["weights"]))
     widgets.download_csv(section.tables["weights"], "causal_mask_worked_example.csv", key="cm_toy_csv")
@@ -203,7 +203,7 @@ def show_causal_on_real_head(context, run, layer: int, head: int, window_start: 
             )
     if num_tokens > WINDOW:
         if linked.toggle(f"Show the whole {num_tokens} × {num_tokens} matrix of this head", links.WHOLE_MATRIX):
-            st.plotly_chart(overview_figure(context.reference, context.text, layer, head), key="cm_full_figure")
+            charts.show(overview_figure(context.reference, context.text, layer, head), key="cm_full_figure")
 
 
 # --- No mask, padding mask, causal mask ------------------------------------------------------------

@@ -21,7 +21,7 @@ from anatomy.training.recipes import RECIPES
 from anatomy.training.tasks import EOS, SPECIAL_TOKENS, LetterTask, ReversalTask
 from lessons.causal import chart_ui
 from lessons.common.safe_text import escape_markdown
-from lessons.common.ui import linked, loaders, widgets
+from lessons.common.ui import charts, linked, loaders, widgets
 from lessons.decoder import families, figures, links, tables, text
 from lessons.decoder.reversal import ReversalLesson, WordCheck, check_word, reverse_word
 
@@ -150,12 +150,12 @@ def show_attentions(view: WordView) -> None:
     st.subheader("Three attentions in one model")
     st.markdown(text.attentions_intro(len(lesson.source_tokens), len(lesson.steps)))
     st.markdown(text.ENCODER_SELF_ATTENTION)
-    chart_ui.show_chart(view.figures["encoder"], "dec_encoder_chart")
+    chart_ui.show_chart(view.figures["encoder"], "dec_encoder_chart", about=lesson.word)
     st.markdown(text.decoder_self_attention(lesson.decoder_self_weight.tolist()))
-    chart_ui.show_chart(view.figures["decoder"], "dec_decoder_chart")
+    chart_ui.show_chart(view.figures["decoder"], "dec_decoder_chart", about=lesson.word)
     st.markdown(text.CROSS_ATTENTION)
     st.latex(text.CROSS_FORMULA)
-    chart_ui.show_chart(view.figures["cross"], "dec_cross_chart")
+    chart_ui.show_chart(view.figures["cross"], "dec_cross_chart", about=lesson.word)
     show_alignment(lesson)
 
 
@@ -185,7 +185,7 @@ def show_generation(view: WordView) -> None:
         st.success(text.right_answer(lesson.answer, lesson.word), icon=":material/check_circle:")
     else:
         st.warning(text.wrong_answer(lesson.answer, lesson.expected), icon=":material/cancel:")
-    st.plotly_chart(view.figures["distribution"], key="dec_distribution_chart")
+    charts.show(view.figures["distribution"], key="dec_distribution_chart", about=lesson.word)
     widgets.download_csv(view.steps.set_index("step"), f"reverser_{lesson.word}_steps.csv", key="dec_steps_csv")
 
 
@@ -203,7 +203,7 @@ def show_families() -> None:
     for column, family_text in zip(st.columns(3), text.FAMILY_TEXT.values()):
         column.markdown(family_text)
     figure, table = families_view()
-    st.plotly_chart(figure, key="dec_family_masks_chart")
+    charts.show(figure, key="dec_family_masks_chart", about="")
     st.caption(text.FAMILY_MASKS)
     st.dataframe(
         table,

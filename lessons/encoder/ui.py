@@ -54,9 +54,11 @@ class TracedText:
     def depths(self) -> list[str]:
         return tables.depth_labels(self.config.num_layers)
 
-    def show_figure(self, chart_key: str, choices: tuple, build: Callable[[], go.Figure]) -> None:
+    def show_figure(
+        self, chart_key: str, choices: tuple, build: Callable[[], go.Figure], about: str | None = None
+    ) -> None:
         """Draw a figure built once per model, text and `choices` (every other input `build` reads)."""
-        widgets.show_figure(chart_key, (self.context.reference, self.context.text, *choices), build)
+        widgets.show_figure(chart_key, (self.context.reference, self.context.text, *choices), build, about)
 
 
 def traced_text(context: StudyContext) -> TracedText:
@@ -230,6 +232,7 @@ def show_word_in_context(traced: TracedText) -> None:
         "enc_word_chart",
         (sentence_a, sentence_b, word),
         lambda: figures.word_similarity_chart(similarity, traced.depths, "cosine of the word, sentence A vs B"),
+        about=word,
     )
     frame = tables.similarity_by_depth(similarity, traced.depths)
     st.dataframe(frame.T.round(4))

@@ -16,7 +16,7 @@ from torch import Tensor
 
 from anatomy.models import Encoder
 from lessons.common.runs import EncoderRun
-from lessons.common.ui import linked, loaders, widgets
+from lessons.common.ui import charts, linked, loaders, widgets
 from lessons.common.ui.sidebar import StudyContext
 from lessons.multihead import ablation, comparison, figures, links, text
 from lessons.multihead import statistics as head_stats
@@ -267,7 +267,8 @@ def show_two_sentences(view: LayerView) -> None:
                 zmax=1.0,
                 title=f"Layer {view.layer}, head {head}, in both sentences",
                 panel_height=380,
-            )
+            ),
+            about=sentences[0],
         )
     if word is None or positions is None:
         st.info(text.NO_SHARED_WORD, icon=":material/compare_arrows:")
@@ -292,14 +293,18 @@ def follow_word(
             [run.tokenized.tokens for run in runs],
             ["sentence A", "sentence B"],
             title=f"Where the word looks: layer {layer}, head {head}",
-        )
+        ),
+        about=runs[0].tokenized.tokens[positions[0]],
     )
     if shifts is not None:
         most = int(shifts.argmax())
         st.caption(text.largest_shift_caption(layer, most, float(shifts[most])))
     similarity = comparison.word_similarity_by_depth(runs[0].trace, runs[1].trace, positions)
     st.markdown(text.similarity_intro(same_position=positions[0] == positions[1]))
-    chart(figures.similarity_by_layer(similarity, title="The word's vector, sentence A vs B"))
+    chart(
+        figures.similarity_by_layer(similarity, title="The word's vector, sentence A vs B"),
+        about=runs[0].tokenized.tokens[positions[0]],
+    )
 
 
 def show_statistics(view: LayerView) -> None:
@@ -463,5 +468,5 @@ def head_name(head: int) -> str:
     return f"head {head}"
 
 
-def chart(figure) -> None:
-    st.plotly_chart(figure, width="stretch", config={"displaylogo": False})
+def chart(figure, about: str | None = None) -> None:
+    charts.show(figure, about=about)

@@ -16,7 +16,7 @@ from torch import Tensor
 from anatomy.positional import sinusoidal_positional_encoding
 from lessons.common.plots import safe_label
 from lessons.common.runs import tokenize
-from lessons.common.ui import linked, widgets
+from lessons.common.ui import charts, linked, widgets
 from lessons.common.ui.sidebar import StudyContext
 from lessons.positional import links, text
 from lessons.positional.analysis import (
@@ -271,9 +271,7 @@ def show_curves(encoding: Encoding) -> None:
     st.markdown(text.clock_hands(width, base, slowest_period(width, base)))
     dimensions = tuple(choose_dimensions(width))
     if dimensions:
-        st.plotly_chart(
-            curves_figure(encoding.shown, width, base, dimensions, encoding.positions_in_text), width="stretch"
-        )
+        charts.show(curves_figure(encoding.shown, width, base, dimensions, encoding.positions_in_text))
     else:
         st.info(text.NO_DIMENSIONS, icon=":material/show_chart:")
 
@@ -300,7 +298,7 @@ def show_tables(encoding: Encoding) -> None:
     st.markdown(text.TABLE_INTRO)
     for column, (name, study) in zip(st.columns(2), studied.items()):
         with column:
-            st.plotly_chart(figures["tables"][name], width="stretch")
+            charts.show(figures["tables"][name], about="")
             offer_table_download(study.table, f"{name}_positions.csv")
     learned_table = encoding.learned_table
     if learned_table is None:
@@ -341,9 +339,8 @@ def show_similarity(encoding: Encoding) -> None:
     measure = encoding.measure
     if measure == "dot" and "learned" in studied:
         st.caption(text.DOT_SCALES)
-    st.plotly_chart(
-        row_figure(encoding.model_key, encoding.shown, encoding.width, encoding.base, measure, position, studied),
-        width="stretch",
+    charts.show(
+        row_figure(encoding.model_key, encoding.shown, encoding.width, encoding.base, measure, position, studied)
     )
     widgets.download_csv(
         pd.DataFrame(
@@ -353,9 +350,9 @@ def show_similarity(encoding: Encoding) -> None:
         label="Download these similarities (CSV)",
     )
     for column, name in zip(st.columns(len(studied)), studied):
-        column.plotly_chart(figures["similarities"][name], width="stretch")
+        charts.show(figures["similarities"][name], about="", into=column)
     st.markdown(text.BY_DISTANCE)
-    st.plotly_chart(figures["by_offset"], width="stretch")
+    charts.show(figures["by_offset"], about="")
     for column, (name, study) in zip(st.columns(len(studied)), studied.items()):
         column.metric(
             f"{name.capitalize()}: widest band", f"{study.by_offset.largest_spread:.2e}", help=text.WIDEST_BAND_HELP

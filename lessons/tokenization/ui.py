@@ -12,7 +12,7 @@ from tokenizers import Tokenizer
 
 from anatomy.embeddings import Embeddings
 from lessons.common.runs import TokenizedText, tokenize
-from lessons.common.ui import linked, loaders, widgets
+from lessons.common.ui import charts, linked, loaders, widgets
 from lessons.common.ui.sidebar import StudyContext
 from lessons.tokenization import links, text, zoo
 from lessons.tokenization.figures import embedding_rows, highlight_rows, token_highlight
@@ -133,7 +133,7 @@ def show_tokens(rows, texts: tuple[str, ...], notes: str, vocab_size: int) -> No
         first_row=first_line,
         max_rows=HIGHLIGHT_LINES,
     )
-    st.plotly_chart(figure, key="tok-highlight")
+    charts.show(figure, key="tok-highlight")
     st.caption(text.HIGHLIGHT_CAPTION)
     show_unknowns(rows, vocab_size)
     if len(texts) == 2:
@@ -231,7 +231,7 @@ def show_lookup(context: StudyContext, pair: str | None) -> None:
         dims,
         title=f"{EMBEDDING_VIEWS[view].capitalize()}, first {dims} dimensions",
     )
-    st.plotly_chart(figure, key="tok-embedding")
+    charts.show(figure, key="tok-embedding")
     offer_window_csv(vectors, labels, range(first, min(first + EMBEDDING_WINDOW, len(tokenized))), dims, view)
     st.caption(text.LOOKUP_ROWS)
     widgets.show_source(tokenize, Embeddings)

@@ -21,7 +21,7 @@ from anatomy.training.tasks import LetterTask
 from lessons.common import hosting, training_slots
 from lessons.common.plots import heatmap
 from lessons.common.safe_text import escape_markdown
-from lessons.common.ui import linked, loaders
+from lessons.common.ui import charts, linked, loaders
 from lessons.training import figures as training_figures
 from lessons.training import links, text
 from lessons.training import live as live_training
@@ -119,7 +119,7 @@ def train_now(choice: TrainingChoice, budget: float | None, device: torch.device
                 text=text.progress(step, steps, elapsed, label, loss),
             )
             figure = training_figures.loss_curve(losses, steps, live_training.moving_average(losses), chance)
-            chart.plotly_chart(figure, key=f"tr_live_{step}")
+            charts.show(figure, key=f"tr_live_{step}", into=chart)
 
         # Only the training takes a turn: scoring the model happens after the slot is free for the next one.
         model, run = live_training.train_fresh(recipe, settings, choice.seed, device, on_step)
@@ -151,7 +151,7 @@ def show_outcome(result: LiveRun) -> None:
         live_training.chance_loss(recipe),
         title="Loss at every step",
     )
-    st.plotly_chart(figure, key="tr_loss")
+    charts.show(figure, key="tr_loss")
     fresh, shipped, loss = st.columns(3)
     fresh.metric(
         "Your model: words exactly right", f"{result.accuracy:.1%}", help=text.held_out(live_training.HELD_OUT_WORDS)
@@ -188,7 +188,7 @@ def show_example(result: LiveRun, recipe: Recipe) -> None:
     for layer in range(layers):
         for head, column in zip(range(heads), st.columns(heads)):
             with column:
-                st.plotly_chart(
+                charts.show(
                     heatmap(
                         view.weights[layer, head],
                         view.query_tokens,

@@ -10,6 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from lessons.common.ui import charts
+
 
 def show_literal(text: str, label: str | None = None) -> None:
     """User text exactly as typed: never interpreted as markdown or HTML."""
@@ -136,6 +138,7 @@ def _cached_figure(chart_key: str, inputs: tuple, _build: Callable[[], go.Figure
     return _build()
 
 
-def show_figure(chart_key: str, inputs: tuple, build: Callable[[], go.Figure]) -> None:
-    """Draw `build()`, built once per `inputs` (everything `build` reads): a styled figure costs tens of ms."""
-    st.plotly_chart(_cached_figure(chart_key, inputs, build), key=chart_key)
+def show_figure(chart_key: str, inputs: tuple, build: Callable[[], go.Figure], about: str | None = None) -> None:
+    """Draw `build()`, built once per `inputs` (everything `build` reads): a styled figure costs tens of ms.
+    `about`: what it is computed from, when not the sidebar's text (see `charts.show`)."""
+    charts.show(_cached_figure(chart_key, inputs, build), key=chart_key, about=about)

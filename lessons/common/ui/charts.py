@@ -1,0 +1,151 @@
+"""Every figure of the app is drawn here, ready for a slide: the camera button of its toolbar downloads a PNG
+1,920 pixels wide, a second button an SVG, both named after what the figure shows.
+
+The name is built from the lesson, the figure's title and the studied text ("multihead-all-heads-of-layer-1-
+time-flies-like-an-arrow.png"): a folder of downloads tells a lecturer which is which. The PNG is plotly's own
+export (its `toImageButtonOptions`), laid out 960 pixels wide and drawn at twice the resolution, so text stays
+as large on the slide as on the screen. Plotly's toolbar holds one download button only; the SVG button is
+added to every chart's toolbar by a small script in the browser (`export_script`), which calls the same
+plotly.js function with format "svg". Everything happens in the browser: the server renders no image.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+
+import plotly.graph_objects as go
+import streamlit as st
+
+SLIDE_LAYOUT_WIDTH_PX = 960  # the width the chart is laid out at for the PNG
+SLIDE_SCALE = 2  # ... and drawn at twice that: 1,920 pixels wide
+DEFAULT_HEIGHT_PX = 450  # plotly's own default, for figures that set no height
+SVG_BUTTON_TITLE = "Download as SVG (for slides)"
+
+_LESSON = "_lesson"  # session state: the lesson this run shows, set by `note_lesson`
+_TEXT_WORDS, _TITLE_WORDS, _MAX_NAME_LENGTH = 6, 10, 120
+
+
+def note_lesson(name: str) -> None:
+    """Record which lesson this run shows (app.py calls this once per run): it starts every file name."""
+    st.session_state[_LESSON] = name or "home"
+
+
+def slug(text: str, max_words: int) -> str:
+    """'Time flies — like an arrow!' -> 'time-flies-like-an-arrow': lower-case ASCII words joined by hyphens.
+
+    Markup in plotly titles (<br>, <b>) and every character a file system might refuse are dropped; letters
+    with accents keep their base letter; what has no ASCII form (emoji, Arabic, Chinese) is left out."""
+    without_markup = re.sub(r"<[^>]*>", " ", text)
+    ascii_text = unicodedata.normalize("NFKD", without_markup).encode("ascii", "ignore").decode("ascii")
+    words = re.findall(r"[a-z0-9]+", ascii_text.lower())
+    return "-".join(words[:max_words])
+
+
+def file_name(lesson: str, title: str, about: str) -> str:
+    """What a downloaded figure is called, without its extension: lesson, figure title, studied text."""
+    parts = [slug(lesson, 3), slug(title, _TITLE_WORDS), slug(about, _TEXT_WORDS)]
+    name = "-".join(part for part in parts if part)[:_MAX_NAME_LENGTH].strip("-")
+    return name or "figure"
+
+
+def what_it_shows(figure: go.Figure, key: str | None) -> str:
+    """The figure's title; for a figure without one (the page's heading names it), its key without the
+    lesson's prefix and the words 'figure' and 'chart': "att_figure_projections" -> "projections"."""
+    title = figure.layout.title.text if figure.layout.title is not None else None
+    if title:
+        return title
+    words = re.split(r"[_\W]+", key or "")
+    return " ".join(word for word in words[1:] if word not in ("figure", "chart"))
+
+
+def export_config(figure: go.Figure, name: str) -> dict:
+    """The plotly.js settings of a chart: its camera button downloads `name`.png at slide resolution."""
+    height = figure.layout.height or DEFAULT_HEIGHT_PX
+    return {
+        "displaylogo": False,
+        "toImageButtonOptions": {
+            "format": "png",
+            "filename": name,
+            "width": SLIDE_LAYOUT_WIDTH_PX,
+            "height": height,
+            "scale": SLIDE_SCALE,
+        },
+    }
+
+
+def show(figure: go.Figure, key: str | None = None, *, about: str | None = None, into=None) -> None:
+    """Draw `figure` (in `into`, a container or placeholder, else where the page is), downloadable for slides.
+
+    `about` names what the figure is computed from, for its file name; by default the sidebar's text."""
+    if about is None:
+        context = st.session_state.get("_context")
+        about = context.text if context is not None else ""
+    name = file_name(st.session_state.get(_LESSON, ""), what_it_shows(figure, key), about)
+    (into or st).plotly_chart(figure, key=key, config=export_config(figure, name))
+
+
+# The toolbar's second download button. Plotly redraws its toolbar now and then, so an observer adds the
+# button back wherever a chart's toolbar lacks it. The file name and size are the chart's own (see above).
+SVG_BUTTON_SCRIPT = """
+<script>
+(() => {
+  if (window.anatomySvgExport) return;
+  window.anatomySvgExport = true;
+  const title = TITLE;
+  // The icon is built node by node: the sanitiser Streamlit runs on st.html drops a script whose text holds
+  // markup, such as an SVG written as a string.
+  function icon() {
+    const namespace = "http://www.w3.org/2000/svg";
+    const svg = document.createElementNS(namespace, "svg");
+    svg.setAttribute("viewBox", "0 0 24 24");
+    svg.setAttribute("width", "15");
+    svg.setAttribute("height", "15");
+    svg.setAttribute("aria-hidden", "true");
+    const arrow = document.createElementNS(namespace, "path");
+    arrow.setAttribute("fill", "currentColor");
+    arrow.setAttribute("d", "M5 20h14v-2H5v2zm14-11h-4V3H9v6H5l7 7 7-7z");
+    svg.appendChild(arrow);
+    return svg;
+  }
+  function addButton(plot) {
+    const bar = plot.querySelector(".modebar");
+    if (!bar || bar.querySelector("[data-anatomy-svg]")) return;
+    const group = document.createElement("div");
+    group.className = "modebar-group";
+    const button = document.createElement("a");
+    button.className = "modebar-btn";
+    button.setAttribute("rel", "tooltip");
+    button.setAttribute("data-title", title);
+    button.setAttribute("aria-label", title);
+    button.setAttribute("role", "button");
+    button.dataset.anatomySvg = "1";
+    button.appendChild(icon());
+    button.addEventListener("click", () => {
+      const options = (plot._context && plot._context.toImageButtonOptions) || {};
+      window.Plotly.downloadImage(plot, {
+        format: "svg", filename: options.filename || "figure",
+        width: plot._fullLayout.width, height: plot._fullLayout.height,
+      });
+    });
+    group.appendChild(button);
+    bar.prepend(group);
+  }
+  let pending = false;
+  new MutationObserver(() => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      document.querySelectorAll(".js-plotly-plot").forEach(addButton);
+    });
+  }).observe(document.body, { childList: true, subtree: true });
+})();
+</script>
+""".replace("TITLE", json.dumps(SVG_BUTTON_TITLE))
+
+
+def enable_svg_export() -> None:
+    """Add the SVG button to every chart's toolbar (app.py calls this once per run; the script runs once)."""
+    st.html(SVG_BUTTON_SCRIPT, unsafe_allow_javascript=True, width="content")
