@@ -16,7 +16,7 @@ st.set_page_config(page_title="Transformer Anatomy", page_icon=str(ICON), layout
 
 lesson = frame.start_navigation()
 charts.note_lesson(lesson.url_path)  # downloaded figures are named after it
-charts.enable_svg_export()
+charts.prepare_page()  # the charts' SVG button and readable text
 sidebar.render()
 frame.mark_entrypoint()
 lesson.run()
