@@ -17,7 +17,7 @@ from anatomy.training.recipes import RECIPES
 from lessons.common import hosting
 from lessons.common.hosting import HostingSettings
 from lessons.common.safe_text import escape_markdown
-from lessons.common.ui import linked
+from lessons.common.ui import linked, presentation
 from lessons.common.ui.frame import ensure_entrypoint
 from lessons.common.ui.loaders import device_problem, shared_model_fingerprint, try_get_model
 
@@ -64,9 +64,11 @@ def render() -> StudyContext:
             )
         reference, pretrained, model_problem = _load_or_stop(st.session_state[_MODEL].strip())
         _describe(pretrained)
+        present = presentation.switch()
         refusal = settings.text_problem(st.session_state[_TEXT])
         if refusal:
             st.error(escape_markdown(refusal), icon=":material/content_cut:")
+    presentation.apply(present)
     context = StudyContext(reference, pretrained, st.session_state[_TEXT], model_problem)
     if not linked.publish_text(_TEXT, context.text):
         st.sidebar.caption(
