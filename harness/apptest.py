@@ -90,6 +90,15 @@ def table_with(app: AppTest, column: str):
     raise AssertionError(f"no table with a column {column!r}")
 
 
+def drawn_children(container) -> list:
+    """The container's elements a reader sees: page-wide <style> and <script> blocks draw nothing."""
+    return [
+        child
+        for _, child in sorted(container.children.items())
+        if not (child.type == "html" and str(child.value).lstrip().startswith(("<style", "<script")))
+    ]
+
+
 def assert_clean(app: AppTest) -> None:
     """No exception box on the page."""
     assert not app.exception, [item.value for item in app.exception]

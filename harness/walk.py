@@ -211,7 +211,9 @@ class Walk:
         return [item.inner_text() for item in self.visible(selector)]
 
     def sidebar_text(self) -> str:
-        return self.page.get_by_role("textbox", name="Text to study", exact=True).input_value()
+        """The text the lessons study, read even while presentation style hides the sidebar."""
+        field = self.page.get_by_role("textbox", name="Text to study", exact=True, include_hidden=True)
+        return field.input_value()
 
     @staticmethod
     def widget_label(widget: Locator) -> str:

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from anatomy.devices import describe_device
-from harness.apptest import HOSTILE_TEXTS, all_markdown, assert_clean, open_page
+from harness.apptest import HOSTILE_TEXTS, all_markdown, assert_clean, drawn_children, open_page
 from lessons.common.ui import loaders
 from lessons.common.ui.widgets import aligned_lines_markdown
 
@@ -185,5 +185,5 @@ def test_a_model_that_cannot_be_used_is_named_at_the_top_of_the_lesson_not_only_
     assert_clean(app)
     (notice,) = [item.value for item in app.main.error if "No folder at" in item.value]
     assert "runs on the embedded all-MiniLM-L6-v2" in notice
-    first = app.main.children[0]
+    first = drawn_children(app.main)[0]
     assert first.type == "alert" or "No folder at" in str(first.value), "the notice comes first"
