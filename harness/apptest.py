@@ -122,3 +122,32 @@ def aligned_lines(app: AppTest) -> list[list[str]]:
             fences = [len(span) - len(span.lstrip("`")) for span in spans]
             blocks.append([span[fence + 1 : -fence - 1].replace("\u00a0", " ") for span, fence in zip(spans, fences)])
     return blocks
+
+
+# ----- exercises (lessons.common.ui.check_yourself) ---------------------------------------------------------
+
+
+def open_exercise(page: str, name: str, text: str | None = None, query: dict[str, str] | None = None) -> AppTest:
+    """The page with its exercise `name` open, as a link that names it opens it."""
+    return open_page(page, text=text, query={"exercise": name, **(query or {})})
+
+
+def exercise_field(app: AppTest):
+    """The open exercise's answer field: a radio (a choice) or a number input."""
+    (field,) = [
+        widget for widget in [*app.radio, *app.number_input] if widget.key and widget.key.startswith("exercise_")
+    ]
+    return field
+
+
+def answer_exercise(app: AppTest, response) -> AppTest:
+    """Give `response` to the open exercise and press Check."""
+    field = exercise_field(app)
+    field.set_value(response)
+    app.button(key=f"{field.key}_check").click()
+    return app.run()
+
+
+def payload(app: AppTest) -> str:
+    """Everything the page sent to the browser, as text: every element's message, sidebar included."""
+    return "\n".join(str(element.proto) for block in (app.main, app.sidebar) for element in block)

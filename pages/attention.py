@@ -10,10 +10,10 @@ from collections.abc import Callable
 import streamlit as st
 
 from anatomy.attention import scaled_dot_product_attention
-from lessons.attention import examples, links, text, ui
+from lessons.attention import examples, exercises, links, text, ui
 from lessons.attention.matrix_input import parse_matrix
 from lessons.attention.steps import embedding_self_attention, score_anatomy, traced_head_steps
-from lessons.common.ui import frame, linked, sidebar, widgets
+from lessons.common.ui import check_yourself, frame, linked, sidebar, widgets
 
 SOURCE_CODE: dict[str, list[Callable[..., object]]] = {  # what each source runs, shown under the page
     "toy": [parse_matrix, examples.single_head_steps],
@@ -31,11 +31,13 @@ source = linked.segmented("What to attend over", links.SOURCE, text.SOURCES, "to
 lesson = ui.lesson_from(source, context)
 if lesson is not None:
     step, show_all, window, query_index, key_index = ui.choose_focus(lesson)
-    ui.show_steps(lesson, step, show_all, window, (query_index, key_index))
-    ui.show_neuron_view(lesson, query_index, key_index)
-    if source == "apple":
-        ui.show_apple_moves(lesson)
-    ui.show_full_pattern(lesson)
+    # While an exercise waits for an answer, the steps are held back: they would give it away.
+    if not check_yourself.offer(exercises.OFFERS, lesson, query_index, key_index):
+        ui.show_steps(lesson, step, show_all, window, (query_index, key_index))
+        ui.show_neuron_view(lesson, query_index, key_index)
+        if source == "apple":
+            ui.show_apple_moves(lesson)
+        ui.show_full_pattern(lesson)
 
 widgets.show_source(scaled_dot_product_attention, *SOURCE_CODE[source], score_anatomy)
 frame.previous_and_next("attention")

@@ -9,8 +9,8 @@ import streamlit as st
 from anatomy.attention import scaled_dot_product_attention
 from anatomy.masks import causal_mask, combine_masks, padding_mask
 from lessons.attention import examples
-from lessons.causal import decoders_ui, decoding, links, masking, text, ui
-from lessons.common.ui import frame, sidebar, widgets
+from lessons.causal import decoders_ui, decoding, exercises, links, masking, text, ui
+from lessons.common.ui import check_yourself, frame, sidebar, widgets
 
 SECTIONS = {
     links.WORKED_EXAMPLE: lambda context: ui.show_worked_example(),
@@ -23,7 +23,9 @@ context = sidebar.current()
 st.title("Causal masking")
 st.markdown(text.WHY_MASK)
 st.latex(text.MASK_FORMULA)
-widgets.show_open_tab(SECTIONS, links.TAB, context, renamed=links.RENAMED_TABS)
+# While an exercise waits for an answer, the tabs are held back: they would give it away.
+if not check_yourself.offer(exercises.OFFERS, lambda: ui.exercise_head(context)):
+    widgets.show_open_tab(SECTIONS, links.TAB, context, renamed=links.RENAMED_TABS)
 widgets.show_source(
     masking.attend,
     causal_mask,

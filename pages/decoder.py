@@ -9,8 +9,8 @@ import streamlit as st
 from anatomy.blocks import DecoderLayer
 from anatomy.config import parameter_breakdown
 from anatomy.seq2seq import EncoderDecoder
-from lessons.common.ui import frame, sidebar, widgets
-from lessons.decoder import families, links, text, ui
+from lessons.common.ui import check_yourself, frame, sidebar, widgets
+from lessons.decoder import exercises, families, links, text, ui
 from lessons.decoder.reversal import reverse_word
 
 sidebar.current()  # first: a deep link on a fresh server goes through app.py (this lesson reads no sidebar text)
@@ -18,7 +18,9 @@ st.title("Decoder & cross-attention")
 st.markdown(text.INTRO)
 
 view = ui.reverse_the_chosen_word()
-widgets.show_open_tab(ui.SECTIONS, links.TAB, view)
+# While an exercise waits for an answer, the tabs are held back: they would give it away.
+if not check_yourself.offer(exercises.OFFERS, view.lesson if view else None):
+    widgets.show_open_tab(ui.SECTIONS, links.TAB, view)
 
 widgets.show_source(
     reverse_word, EncoderDecoder.generate_greedy, DecoderLayer, families.family_masks, parameter_breakdown

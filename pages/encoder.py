@@ -1,16 +1,17 @@
 """The encoder stack: the studied text through every block of the model, from the embeddings to a
 classification head on [CLS], and what the stack is made of.
 
-Seven tabs, and only the open one runs. Every number comes from `lessons.encoder.analysis` and
-`lessons.encoder.tables`, every figure from `lessons.encoder.figures`; `lessons.encoder.ui` lays them out.
+Seven tabs, and only the open one runs; above them, exercises to check yourself (`lessons.encoder.exercises`).
+Every number comes from `lessons.encoder.analysis` and `lessons.encoder.tables`, every figure from
+`lessons.encoder.figures`; `lessons.encoder.ui` lays them out.
 """
 
 import streamlit as st
 
 from anatomy.blocks import EncoderLayer
 from anatomy.models import Encoder
-from lessons.common.ui import frame, sidebar, widgets
-from lessons.encoder import links, text, ui
+from lessons.common.ui import check_yourself, frame, sidebar, widgets
+from lessons.encoder import exercises, links, text, ui
 
 SECTIONS = {
     links.ATTENTION: ui.show_attention,
@@ -32,7 +33,10 @@ if context.pretrained.family != "encoder" or context.pretrained.tokenizer is Non
 elif not context.has_text:
     st.info(text.NEEDS_TEXT, icon=":material/edit:")
 else:
-    widgets.show_open_tab(SECTIONS, links.TAB, ui.traced_text(context))
+    traced = ui.traced_text(context)
+    # While an exercise waits for an answer, the tabs are held back: they would give it away.
+    if not check_yourself.offer(exercises.OFFERS, traced.run, traced.config):
+        widgets.show_open_tab(SECTIONS, links.TAB, traced)
 
 widgets.show_source(Encoder.forward, EncoderLayer.forward, title=text.SOURCE_TITLE)
 frame.previous_and_next("encoder")

@@ -9,8 +9,8 @@ from anatomy.feedforward import FeedForward
 from anatomy.generation import filtered_scores, next_tokens
 from anatomy.norms import RMSNorm
 from anatomy.rotary import rotate
-from lessons.common.ui import frame, sidebar, widgets
-from lessons.language_model import links, reading, text, ui, writing
+from lessons.common.ui import check_yourself, frame, sidebar, widgets
+from lessons.language_model import exercises, links, reading, text, ui, writing
 
 context = sidebar.current()
 st.title("A real language model: SmolLM2")
@@ -19,7 +19,9 @@ st.markdown(text.WHAT_CHANGED)
 chat = ui.model()  # or a message saying why this server has no SmolLM2, and the end of the page
 ui.show_model_facts(chat)
 tokens = ui.show_tokens(chat, context.text)
-widgets.show_open_tab(ui.SECTIONS, links.TAB, chat, tokens, context.text)
+# While an exercise waits for an answer, the tabs are held back: they would give it away.
+if not check_yourself.offer(exercises.OFFERS, chat, tokens, ui.runs_for(context.text)):
+    widgets.show_open_tab(ui.SECTIONS, links.TAB, chat, tokens, context.text)
 widgets.show_source(
     DecoderLayer,
     RMSNorm,

@@ -6,8 +6,8 @@ Every number comes from `lessons.multihead`; this page only lays it out.
 
 import streamlit as st
 
-from lessons.common.ui import frame, sidebar, widgets
-from lessons.multihead import ablation, links, text, ui
+from lessons.common.ui import check_yourself, frame, sidebar, widgets
+from lessons.multihead import ablation, exercises, links, text, ui
 from lessons.multihead import statistics as head_stats
 
 context = sidebar.current()
@@ -15,7 +15,8 @@ st.title("Multi-head comparison")
 st.markdown(text.INTRO)
 
 view = ui.layer_view(context)
-if view is not None:
+# While an exercise waits for an answer, the tabs are held back: they would give it away.
+if view is not None and not check_yourself.offer(exercises.OFFERS, view.run, view.layer):
     widgets.show_open_tab(ui.SECTIONS, links.TAB, view)
 
 widgets.show_source(

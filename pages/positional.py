@@ -10,8 +10,8 @@ from collections.abc import Callable
 import streamlit as st
 
 from anatomy.positional import sinusoidal_positional_encoding
-from lessons.common.ui import frame, sidebar, widgets
-from lessons.positional import links, text, ui
+from lessons.common.ui import check_yourself, frame, sidebar, widgets
+from lessons.positional import exercises, links, text, ui
 from lessons.positional.analysis import (
     describe_encoding,
     learned_position_table,
@@ -33,7 +33,10 @@ st.markdown(text.INTRO)
 
 positions_in_text = ui.show_text_positions(context)
 encoding = ui.choose_encoding(context, positions_in_text)
-if encoding is not None:
+# While an exercise waits for an answer, the tabs are held back: they would give it away.
+if encoding is not None and not check_yourself.offer(
+    exercises.OFFERS, encoding.positions_in_text, encoding.width, encoding.base, encoding.shown
+):
     widgets.show_open_tab(ui.SECTIONS, links.TAB, encoding)
 
 widgets.show_source(*SOURCE_CODE[ui.open_tab()])

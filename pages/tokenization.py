@@ -4,8 +4,8 @@ embedding table, and how two other tokenizer families, trained here on a small c
 import streamlit as st
 
 from lessons.common.runs import tokenize
-from lessons.common.ui import frame, sidebar, widgets
-from lessons.tokenization import links, text, ui, zoo
+from lessons.common.ui import check_yourself, frame, sidebar, widgets
+from lessons.tokenization import exercises, links, text, ui, zoo
 
 context = sidebar.current()
 st.title("Tokenization")
@@ -30,13 +30,15 @@ else:
     rows = zoo.describe_tokens(tokenized, texts, pretrained.tokenizer.unk_token)
     read = zoo.texts_read(rows, texts, tokenized.truncated)
     notes = ui.notes_on(pretrained.tokenizer, show_special)
-    widgets.show_open_tab(
-        {
-            links.TEXT_TO_TOKENS: lambda: ui.show_tokens(rows, read, notes, pretrained.config.vocab_size),
-            links.TOKENS_TO_VECTORS: lambda: ui.show_lookup(context, pair),
-            links.THREE_TOKENIZERS: lambda: ui.show_zoo(context, read[0]),
-        },
-        links.TAB,
-    )
+    # While an exercise waits for an answer, the tabs are held back: they would give it away.
+    if not check_yourself.offer(exercises.OFFERS, pretrained.tokenizer, context.text, pretrained.config.max_positions):
+        widgets.show_open_tab(
+            {
+                links.TEXT_TO_TOKENS: lambda: ui.show_tokens(rows, read, notes, pretrained.config.vocab_size),
+                links.TOKENS_TO_VECTORS: lambda: ui.show_lookup(context, pair),
+                links.THREE_TOKENIZERS: lambda: ui.show_zoo(context, read[0]),
+            },
+            links.TAB,
+        )
 
 frame.previous_and_next("tokenization")

@@ -8,8 +8,9 @@ mode each run has a time budget. Every number comes from `lessons.training`; thi
 import streamlit as st
 
 from anatomy.training import loop
-from lessons.common.ui import frame, sidebar, widgets
-from lessons.training import live, text, ui
+from anatomy.training.recipes import RECIPES
+from lessons.common.ui import check_yourself, frame, sidebar, widgets
+from lessons.training import exercises, live, text, ui
 
 sidebar.current()  # first: a deep link on a fresh server goes through app.py (this lesson reads no sidebar text)
 st.title("Train it yourself")
@@ -17,11 +18,13 @@ st.markdown(text.INTRO)
 
 choice = ui.choose_settings()
 budget, device = ui.show_where_it_runs()
-result = ui.train_when_asked(choice, budget, device)  # this browser tab's own run, from its session state
-if result is None:
-    st.info(text.PRESS_TRAIN, icon=":material/play_arrow:")
-else:
-    ui.show_outcome(result)
+# While an exercise waits for an answer, training and its outcome are held back: the loss curve would give it away.
+if not check_yourself.offer(exercises.OFFERS, RECIPES[choice.model], choice.seed):
+    result = ui.train_when_asked(choice, budget, device)  # this browser tab's own run, from its session state
+    if result is None:
+        st.info(text.PRESS_TRAIN, icon=":material/play_arrow:")
+    else:
+        ui.show_outcome(result)
 
 widgets.show_source(
     loop.train,

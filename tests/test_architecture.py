@@ -6,9 +6,10 @@
     harness    serves and drives the app for tests and benchmarks; the app never imports it, tests never
                import benchmarks
 
-A module's role is read from its path: `figures.py`, `*_figures.py` and `lessons/common/plots.py` build figures;
-`ui.py`, `*_ui.py` and everything under `lessons/common/ui/` are streamlit helpers; any other module under
-`lessons/` is a computation.
+A module's role is read from its path: `figures.py`, `*_figures.py`, `lessons/common/plots.py` and
+`lessons/common/figure_text.py` build or read figures; a lesson's `exercises.py` asks questions of its computation
+and marks the answers in its figures (plotly, no streamlit); `ui.py`, `*_ui.py` and everything under
+`lessons/common/ui/` are streamlit helpers; any other module under `lessons/` is a computation.
 """
 
 from __future__ import annotations
@@ -45,8 +46,10 @@ def role(path: Path) -> str:
     if parts[0] == "anatomy":
         return "core"
     if parts[0] == "lessons":
-        if stem in ("figures", "plots") or stem.endswith("_figures"):
+        if stem in ("figures", "plots", "figure_text") or stem.endswith("_figures"):
             return "figures"
+        if stem == "exercises" and parts[1] != "common":
+            return "exercises"
         if stem == "ui" or stem.endswith("_ui") or parts[:3] == ("lessons", "common", "ui"):
             return "ui"
         return "computation"
@@ -58,6 +61,7 @@ FORBIDDEN = {
     "core": {"streamlit", "plotly", "pandas", "lessons", "pages", "harness", "tests", "benchmarks"},
     "computation": {"streamlit", "plotly", "pages", "harness", "tests", "benchmarks"},
     "figures": {"streamlit", "pages", "harness", "tests", "benchmarks"},
+    "exercises": {"streamlit", "pages", "harness", "tests", "benchmarks"},
     "ui": {"pages", "harness", "tests", "benchmarks"},
     "pages": {"plotly", "harness", "tests", "benchmarks"},
     "app.py": {"plotly", "harness", "tests", "benchmarks"},
@@ -66,7 +70,7 @@ FORBIDDEN = {
 
 def test_every_app_module_has_a_role_and_the_roles_are_all_in_use():
     roles = {role(path) for path in APP_CODE}
-    assert roles == {"core", "computation", "figures", "ui", "pages", "app.py"}
+    assert roles == {"core", "computation", "figures", "exercises", "ui", "pages", "app.py"}
 
 
 @pytest.mark.parametrize("path", APP_CODE, ids=lambda path: str(path.relative_to(ROOT)))

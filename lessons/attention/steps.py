@@ -123,6 +123,7 @@ class HeadLesson:
     projection: str  # LaTeX: how Q, K and V were made
     shared_qkv: bool  # Q = K = V (no projections): show the matrix once
     file_stem: str  # for CSV file names
+    about: str  # markdown naming where the steps come from, after "In": "layer 2, head 5 of the model"
 
     @property
     def head_width(self) -> int:

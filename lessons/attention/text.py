@@ -59,6 +59,11 @@ EMBEDDINGS_INTRO = (
     "always agrees best with itself, so watch the diagonal."
 )
 HEAD_PROJECTION = r"Q = X W_Q^{(h)} + b_Q^{(h)},\quad K = X W_K^{(h)} + b_K^{(h)},\quad V = X W_V^{(h)} + b_V^{(h)}"
+# Where a head's steps come from, as the exercises name it after "In".
+TOY_ABOUT = "the “I love mathematics” example"
+TOY_EDITED = "the “I love mathematics” example, with your edits"
+APPLE_ABOUT = "the “I love Apple iPhones” example"
+EMBEDDINGS_ABOUT = "attention over your text's embeddings (Q = K = V)"
 NEEDS_TEXT = "Type some text in the sidebar: its tokens become the rows of every matrix below."
 NEEDS_ENCODER = "This lesson reads an encoder's traced run; the model in use is not an encoder with a tokenizer."
 
@@ -69,6 +74,10 @@ def head_intro(layer: int, head: int, head_width: int, num_heads: int) -> str:
         f"{head_width}-wide slices of learned projections of the layer's input (with biases); "
         f"the other {num_heads - 1} heads do the same with their own projections."
     )
+
+
+def head_about(layer: int, head: int) -> str:
+    return f"layer {layer}, head {head} of the model"
 
 
 def neuron_intro(query_index: int, key_index: int) -> str:

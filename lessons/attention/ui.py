@@ -103,7 +103,13 @@ def toy_lesson() -> HeadLesson | None:
         examples.LOVE_MATHEMATICS_TOKENS, values["X"], values["W_Q"], values["W_K"], values["W_V"]
     )
     return HeadLesson(
-        steps, numbered_labels(steps.tokens), feature_labels(steps.query.size(-1)), text.TOY_PROJECTION, False, "toy"
+        steps,
+        numbered_labels(steps.tokens),
+        feature_labels(steps.query.size(-1)),
+        text.TOY_PROJECTION,
+        False,
+        "toy",
+        text.TOY_EDITED if edits else text.TOY_ABOUT,
     )
 
 
@@ -135,7 +141,13 @@ def apple_lesson() -> HeadLesson:
     st.markdown(text.APPLE_INTRO)
     steps = examples.apple_iphones()
     return HeadLesson(
-        steps, numbered_labels(steps.tokens), examples.APPLE_IPHONES_FEATURES, r"Q = K = V = X", True, "apple"
+        steps,
+        numbered_labels(steps.tokens),
+        examples.APPLE_IPHONES_FEATURES,
+        r"Q = K = V = X",
+        True,
+        "apple",
+        text.APPLE_ABOUT,
     )
 
 
@@ -153,7 +165,15 @@ def text_lesson(context: StudyContext, source: str) -> HeadLesson | None:
     if source == "embeddings":
         st.markdown(text.EMBEDDINGS_INTRO)
         steps = _embedding_steps(context.reference, context.text)
-        return HeadLesson(steps, labels, feature_labels(steps.query.size(-1)), r"Q = K = V = E", True, "embeddings")
+        return HeadLesson(
+            steps,
+            labels,
+            feature_labels(steps.query.size(-1)),
+            r"Q = K = V = E",
+            True,
+            "embeddings",
+            text.EMBEDDINGS_ABOUT,
+        )
     config = context.pretrained.config
     left, right = st.columns(2)
     layer = linked.slider("Layer", links.LAYER, 0, config.num_layers - 1, 0, container=left)
@@ -161,7 +181,13 @@ def text_lesson(context: StudyContext, source: str) -> HeadLesson | None:
     st.markdown(text.head_intro(layer, head, config.head_width, config.num_heads))
     steps = _head_steps(context.reference, context.text, layer, head)
     return HeadLesson(
-        steps, labels, feature_labels(steps.query.size(-1)), text.HEAD_PROJECTION, False, f"layer{layer}_head{head}"
+        steps,
+        labels,
+        feature_labels(steps.query.size(-1)),
+        text.HEAD_PROJECTION,
+        False,
+        f"layer{layer}_head{head}",
+        text.head_about(layer, head),
     )
 
 

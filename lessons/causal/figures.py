@@ -30,6 +30,7 @@ MINUS_INFINITY = "−∞"
 ALLOWED, FORBIDDEN = "✓", "✗"
 FORBIDDEN_COLOUR = "#b8b8c0"  # neutral grey: "no score here", distinct from every value colour
 ALLOWED_COLOUR = "#6a51a3"  # the purple of the attention scale
+MARK_COLOUR = "#e6550d"  # the frame around the cell an exercise's answer points to
 MASK_COLOURS = [[0.0, FORBIDDEN_COLOUR], [0.5, FORBIDDEN_COLOUR], [0.5, ALLOWED_COLOUR], [1.0, ALLOWED_COLOUR]]
 CELL_FONT_SIZE = 12  # px: a number written in a cell is never smaller (readable without zooming)
 CELL_FONT = dict(size=CELL_FONT_SIZE)
@@ -317,17 +318,46 @@ def weights_figure(
     title: str = "",
     positions: Sequence[int] | None = None,
     show_values: bool | None = None,
+    marked: tuple[int, int] | None = None,
 ) -> go.Figure:
-    """Attention weights on the fixed 0–1 scale, so that figures can be compared by colour."""
+    """Attention weights on the fixed 0–1 scale, so that figures can be compared by colour. The cell
+    `marked` (row, column, counted within `weights`), when given, is framed: an exercise's answer."""
     names = token_names(labels, positions)
     values = compact(weights)
     needed = width_for_numbers(len(names), widest_number(values))
     show = _numbers_fit(needed, show_values)
     figure = go.Figure(_weights_trace(values, names, show, "coloraxis"))
     figure.update_layout(coloraxis=_weight_scale())
+    if marked is not None:
+        figure.add_shape(_cell_frame(*marked))
     if show:
         _record_numbers(figure, needed)
     return _finish(figure, names, title)
+
+
+def mask_figure(mask, labels: Sequence[str], title: str = "", positions: Sequence[int] | None = None) -> go.Figure:
+    """The mask alone: ✓ where a query may attend to a key, ✗ where it may not (the glyphs where they fit)."""
+    names = token_names(labels, positions)
+    glyphs_px = width_for_numbers(len(names), len(MINUS_INFINITY))
+    show = _numbers_fit(glyphs_px, None)
+    figure = go.Figure(_mask_trace(mask, names, show))
+    if show:
+        _record_numbers(figure, glyphs_px)
+    return _finish(figure, names, title)
+
+
+def _cell_frame(row: int, column: int) -> dict:
+    """A thick frame around one cell of a heatmap on category axes (cell k spans k − 0.5 … k + 0.5)."""
+    return dict(
+        type="rect",
+        xref="x",
+        yref="y",
+        x0=column - 0.5,
+        x1=column + 0.5,
+        y0=row - 0.5,
+        y1=row + 0.5,
+        line=dict(color=MARK_COLOUR, width=4),
+    )
 
 
 def compare_figure(panels: Sequence[Panel], title: str = "", show_values: bool | None = None) -> go.Figure:

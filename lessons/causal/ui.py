@@ -15,7 +15,7 @@ import streamlit as st
 
 from anatomy.masks import causal_mask
 from lessons.attention import examples
-from lessons.causal import chart_ui, decoders_ui, links, masking, text
+from lessons.causal import chart_ui, decoders_ui, exercises, links, masking, text
 from lessons.causal import figures as mask_figures
 from lessons.common.plots import as_array
 from lessons.common.runs import EncoderRun
@@ -336,3 +336,21 @@ def show_sidebar_model(context, part: str) -> None:
         show_language_model(context, part)
     else:
         show_encoder_head(context, part)
+
+
+# --- What the exercises ask about --------------------------------------------------------------------
+
+
+def exercise_head(context) -> exercises.MaskedHead:
+    """The head the real-head tabs show (its layer and head read from the link, without drawing their pickers),
+    masked causally on the sidebar's text; the worked example where the sidebar gives no encoder and text (a
+    GPT-2's trace keeps its weights, not the scores the weight exercise lists)."""
+    if real_input_problem(context) or decoders_ui.is_language_model(context.pretrained):
+        return exercises.worked_example()
+    run = loaders.get_encoder_run(context.reference, context.text)
+    config = context.pretrained.config
+    layer = linked.bind(links.LAYER, 0, parse=int, fits=lambda value: value in range(config.num_layers))
+    head = linked.bind(links.HEAD, 0, parse=int, fits=lambda value: value in range(config.num_heads))
+    return exercises.MaskedHead(
+        run.tokenized.tokens, masking.causal(head_of(run, layer, head)), f"layer {layer}, head {head}"
+    )

@@ -12,6 +12,24 @@ from anatomy.devices import float64_on_the_cpu
 
 ATTENTION_SCALE = "Purples"  # weights in [0, 1]
 DIVERGING_SCALE = "RdBu_r"  # signed values, centred on 0
+# One colour per head where heads are drawn together (the head view). Chosen so that any two of the first twelve
+# stay at least ΔE*ab 17 apart under typical vision and under simulated protanopia, deuteranopia and
+# tritanopia (scripts/colour_vision.py prints the check): plotly's Dark24, used before, put two of the first
+# twelve 1.7 apart for a deuteranope, the same colour. Dark enough for lines on white.
+HEAD_COLOURS = (
+    "#511CFB",
+    "#FB0D0D",
+    "#620042",
+    "#17BECF",
+    "#E48F72",
+    "#782AB6",
+    "#FF0092",
+    "#AF0038",
+    "#000000",
+    "#A777F1",
+    "#2CA02C",
+    "#750D86",
+)
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
 # A few settings in the spirit of plotly_white. Applying the full built-in template by name copies it on
 # every figure (about 40 ms each); this small one costs almost nothing.
@@ -110,3 +128,45 @@ def style(figure: go.Figure, title: str = "", height: int | None = None) -> go.F
     """Apply the common look to a figure built elsewhere."""
     figure.update_layout(**base_layout(title, height))
     return figure
+
+
+def with_larger_text(figure: go.Figure, factor: float) -> go.Figure:
+    """A copy of `figure` whose every text (titles, axis labels, tick labels, cell numbers, annotations,
+    legend, colour bar) is `factor` times larger: for a projector. The figure itself is left as it was, since
+    it may be a cached one that other sessions draw too."""
+    larger = go.Figure(figure)
+    base = float(larger.layout.font.size or 13)  # 13: FONT's size, the template's
+    larger.update_layout(font_size=round(base * factor))
+    for path in _explicit_font_sizes(larger.layout.to_plotly_json()):
+        _scale_at(larger.layout, path, factor)
+    for trace in larger.data:
+        for attribute in ("textfont", "insidetextfont", "outsidetextfont"):
+            font = getattr(trace, attribute, None)
+            if font is not None and font.size is not None:
+                font.size = _scaled(font.size, factor)
+    return larger
+
+
+def _explicit_font_sizes(layout: dict | list, path: tuple = ()) -> list[tuple]:
+    """Paths (keys and list indices) to every font with a size of its own inside a layout's JSON."""
+    found = []
+    for key, value in layout.items() if isinstance(layout, dict) else enumerate(layout):
+        is_font = isinstance(key, str) and key.endswith("font")  # font, tickfont, ...
+        if is_font and isinstance(value, dict) and value.get("size") is not None and path:
+            found.append((*path, key))
+        elif isinstance(value, dict | list) and key != "template":
+            found.extend(_explicit_font_sizes(value, (*path, key)))
+    return found
+
+
+def _scale_at(layout, path: tuple, factor: float) -> None:
+    node = layout
+    for key in path:
+        node = node[key]
+    node.size = _scaled(node.size, factor)
+
+
+def _scaled(size, factor: float):
+    if isinstance(size, int | float):
+        return round(size * factor)
+    return [round(each * factor) for each in size]  # a size per point

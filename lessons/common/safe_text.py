@@ -17,3 +17,18 @@ def visible(text: str) -> str:
     written as U+XXXX, so they can neither hide nor reorder the message, and markdown is escaped."""
     shown = "".join(f"U+{ord(char):04X}" if unicodedata.category(char).startswith("C") else char for char in text)
     return escape_markdown(shown)
+
+
+def code_span(text: str) -> str:
+    """A token in a code span, shown literally: its fence is longer than any run of backticks inside it (so
+    nothing ends it early), and invisible characters are written as U+XXXX. Inside a code span markdown's
+    escapes would show, so nothing else is escaped."""
+    shown = "".join(f"U+{ord(char):04X}" if unicodedata.category(char).startswith("C") else char for char in text)
+    fence = code_fence(shown)
+    return f"{fence} {shown} {fence}" if shown.strip() else f"{fence}{shown or ' '}{fence}"
+
+
+def code_fence(text: str) -> str:
+    """The backticks that open and close a code span around `text`: one more than its longest run of them."""
+    backtick_runs = "".join(char if char == "`" else " " for char in text).split()
+    return "`" * (max(map(len, backtick_runs), default=0) + 1)

@@ -67,12 +67,15 @@ def heads_figure(
     column_title: str = "key",
     marks=None,
     mark_name: str = "largest weight in the row",
+    framed_row: int | None = None,
 ) -> go.Figure:
     """One panel per head of (H, R, C) attention weights on one shared 0–1 colour scale, the rows labelled
     once, at the left. The numbers are written in the cells where a desktop has room for them.
 
     `marks` (H, R), optional: for each head and row, a column to outline (such as the source letter an output
     step reads most). Each panel's heatmap trace is named "head h"; the outlines are named `mark_name`.
+    `framed_row`, optional: a row (counted from 0) framed across every panel, such as the step a question asks
+    about.
     """
     values = compact(weights)  # (H, R, C)
     num_heads, num_rows, num_columns = values.shape
@@ -111,6 +114,17 @@ def heads_figure(
                     hoverinfo="skip",
                     marker=dict(symbol="square-open", size=18, color=MARK_COLOUR, line=dict(width=3)),
                 ),
+                row=1,
+                col=head + 1,
+            )
+        if framed_row is not None:  # a category axis puts category i at coordinate i
+            figure.add_shape(
+                type="rect",
+                x0=-0.5,
+                x1=num_columns - 0.5,
+                y0=framed_row - 0.5,
+                y1=framed_row + 0.5,
+                line=dict(color=MARK_COLOUR, width=2, dash="dot"),
                 row=1,
                 col=head + 1,
             )

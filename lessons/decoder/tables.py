@@ -32,6 +32,11 @@ def position_name(tokens: Sequence[str], position: int) -> str:
     return f"{position} {tokens[position]}"
 
 
+def step_labels(lesson: ReversalLesson) -> list[str]:
+    """Each generation step as "last input → written", e.g. "<bos> → r": the rows of its figures."""
+    return [f"{step.inputs[-1]} → {step.token}" for step in lesson.steps]
+
+
 def steps_table(lesson: ReversalLesson) -> pd.DataFrame:
     """One row per generation step: what the decoder had, what it wrote, how sure it was, and which source
     letter each head read most against the mirrored one it had to copy."""

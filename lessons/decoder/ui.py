@@ -93,7 +93,7 @@ def word_view(word: str) -> WordView:
     task = pretrained.task_as(ReversalTask)
     lesson = reverse_word(pretrained.model_as(EncoderDecoder), task, word)
     source, target = lesson.source_tokens, lesson.target_tokens
-    step_rows = [f"{step.inputs[-1]} → {step.token}" for step in lesson.steps]
+    step_rows = tables.step_labels(lesson)
     return WordView(
         lesson,
         {

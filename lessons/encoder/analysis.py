@@ -98,6 +98,20 @@ def least_similar_row(similarity: Tensor) -> tuple[int, float]:
     return row, float(means[row])
 
 
+def similarity_to_token(hidden_states: Sequence[Tensor], position: int) -> Tensor:
+    """(L + 1, T) row l: cosine between every token's vector at depth l and the vector of the token at
+    `position` at that same depth (its own cell is 1)."""
+    states = stacked_hidden_states(hidden_states)  # (L + 1, T, D)
+    return F.cosine_similarity(states, states[:, position : position + 1], dim=-1)
+
+
+def others_by_similarity(similarity: Tensor, position: int) -> list[int]:
+    """Every position but `position`, from the most similar to the least, by one (T,) row of cosines (of two
+    equal cosines, the earlier position first)."""
+    order = similarity.argsort(descending=True, stable=True).tolist()
+    return [other for other in order if other != position]
+
+
 # ---------------------------------------------------------------------------------------------------------
 # One word in two contexts
 
@@ -351,6 +365,18 @@ def count_parameters_by_component(model: nn.Module) -> dict[str, int]:
 def total_parameters(model: nn.Module) -> int:
     """Σ p.numel() over the model's parameters: the number every table here must add up to."""
     return sum(parameter.numel() for parameter in model.parameters())
+
+
+def block_parameters(config: TransformerConfig) -> dict[str, int]:
+    """One block's parameters by part: "attention", "feed-forward", "layer norms", and "cross-attention" in a
+    decoder that reads an encoder. `parameter_breakdown` counts each part over all the blocks; every block
+    has the same shapes, so one block holds an equal share."""
+    all_layers = " (all layers)"
+    return {
+        name.removesuffix(all_layers): count // config.num_layers
+        for name, count in parameter_breakdown(config).items()
+        if name.endswith(all_layers)
+    }
 
 
 @dataclass(frozen=True)

@@ -185,8 +185,11 @@ def layer_token_heatmap(
     zmax: float | None = None,
     value_name: str = "value",
     value_format: str = ".3f",
+    marked: Sequence[tuple[int, int]] = (),
 ) -> go.Figure:
-    """A (depth × token) table of one number per token per layer, e.g. ‖h‖ or a cosine similarity."""
+    """A (depth × token) table of one number per token per layer, e.g. ‖h‖ or a cosine similarity.
+
+    `marked` (row, token position) cells, counted from 0, get a red frame: an answer to point at."""
     rows = [safe_label(label) for label in row_labels]
     figure = _category_heatmap(
         values,
@@ -199,6 +202,17 @@ def layer_token_heatmap(
         value_format,
         column_title="token",
     )
+    for row, position in marked:  # a category axis puts category i at coordinate i
+        figure.add_shape(
+            type="rect",
+            xref="x",
+            yref="y",
+            line=dict(color=HIGHLIGHT, width=3),
+            x0=position - 0.5,
+            x1=position + 0.5,
+            y0=row - 0.5,
+            y1=row + 0.5,
+        )
     return _styled_with_top_axis(figure, title, height=150 + 34 * len(rows))
 
 
@@ -462,3 +476,40 @@ def classifier_output_chart(logits, probabilities, title: str = "") -> go.Figure
     figure.update_yaxes(range=[0, 1.1], row=1, col=2)
     figure.update_layout(showlegend=False)
     return style(figure, title, height=340)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What a block is made of
+
+PART_COLORS = {"attention": MAIN_COLOR, "cross-attention": HIGHLIGHT, "feed-forward": SECOND_COLOR}
+OTHER_PART_COLOR = "#8c8c8c"  # the layer norms: a sliver next to the matrices
+
+
+def block_parameters_chart(blocks: dict[str, dict[str, int]], title: str = "") -> go.Figure:
+    """One stacked bar per block (named by the keys of `blocks`): its parameters part by part, as
+    `analysis.block_parameters` counts them, with the block's total at the end of its bar."""
+    parts = list(dict.fromkeys(part for counts in blocks.values() for part in counts))
+    names = list(blocks)
+    figure = go.Figure(
+        [
+            go.Bar(
+                y=names,
+                x=[blocks[name].get(part, 0) for name in names],
+                orientation="h",
+                name=part,
+                marker_color=PART_COLORS.get(part, OTHER_PART_COLOR),
+                text=[f"{blocks[name][part]:,}" if blocks[name].get(part) else "" for name in names],
+                textposition="inside",
+                hovertemplate=f"%{{y}}<br>{part}: %{{x:,}} parameters<extra></extra>",
+            )
+            for part in parts
+        ]
+    )
+    for name in names:
+        total = sum(blocks[name].values())
+        figure.add_annotation(x=total, y=name, text=f"<b>{total:,}</b>", xanchor="left", showarrow=False, xshift=6)
+    largest = max(sum(counts.values()) for counts in blocks.values())
+    figure.update_layout(barmode="stack", legend=dict(orientation="h", x=0, y=-0.25))
+    figure.update_xaxes(title="parameters", range=[0, largest * 1.25])  # room for the totals
+    figure.update_yaxes(type="category", autorange="reversed")
+    return style(figure, title, height=190 + 60 * len(names))

@@ -14,15 +14,36 @@ from lessons.causal.decoding_figures import CHOSEN_COLOUR, OTHER_COLOUR, candida
 from lessons.causal.figures import styled, weights_figure
 from lessons.common.plots import safe_label
 
+FRAME_COLOUR = "#E4572E"  # the app's second colour: it stands out on the purple attention scale
 
-def next_token_figure(pieces: Sequence[str], probabilities: Sequence[float], title: str) -> go.Figure:
-    """The k most probable next tokens as bars, the most probable on top."""
-    return candidates_figure(pieces, probabilities, title, chosen=None)
+
+def next_token_figure(
+    pieces: Sequence[str], probabilities: Sequence[float], title: str, marked: int | None = None
+) -> go.Figure:
+    """The k most probable next tokens as bars, the most probable on top; the bar at index `marked`, if any,
+    drawn darker (an exercise's answer)."""
+    return candidates_figure(pieces, probabilities, title, chosen=marked)
 
 
 def attention_figure(weights, pieces: Sequence[str], positions: Sequence[int], title: str) -> go.Figure:
     """One head's causal attention weights (queries down, keys across) on the fixed 0–1 scale."""
     return weights_figure(weights, pieces, title, positions)
+
+
+def first_token_figure(weights, pieces: Sequence[str], positions: Sequence[int], title: str) -> go.Figure:
+    """One head's attention map with the column of the first token framed: the weight each query gives it."""
+    figure = attention_figure(weights, pieces, positions, title)
+    figure.add_shape(
+        type="rect",
+        xref="x",
+        yref="y domain",
+        x0=-0.5,  # a category axis puts its first category at 0: the frame spans exactly the first column
+        x1=0.5,
+        y0=0,
+        y1=1,
+        line=dict(color=FRAME_COLOUR, width=3),
+    )
+    return figure
 
 
 def writing_figure(

@@ -154,3 +154,15 @@ def layer_attention(model: DecoderOnlyLM, ids: tuple[int, ...], layer: int) -> T
     entering = model(as_batch(ids, model)).hidden_states[layer]  # (1, T, D)
     _, trace = model.layers[layer](entering, trace=True)
     return trace.attention.weights[0].float().cpu()  # (H, T, T)
+
+
+def first_token_share(maps: Tensor, head: int) -> float:
+    """The weight the first token receives in one head's (H, T, T) maps, averaged over the queries after the
+    first (the first query has only itself to attend to, so it gives the first token 1 whatever the head)."""
+    return float(maps[head, 1:, 0].double().mean())
+
+
+def even_first_token_share(num_tokens: int) -> float:
+    """The same average for queries that spread their attention evenly: query t gives 1 / (t + 1) to each of the
+    t + 1 tokens it may read, the first among them."""
+    return sum(1 / (query + 1) for query in range(1, num_tokens)) / (num_tokens - 1)

@@ -17,7 +17,7 @@ from lessons.causal.masking import FOCUS_WINDOW, crop, focus_window
 from lessons.common import hosting
 from lessons.common.llm.smollm2 import ChatModel
 from lessons.common.ui import linked, loaders, widgets
-from lessons.language_model import figures, links, reading, text, writing
+from lessons.language_model import exercises, figures, links, reading, text, writing
 from lessons.language_model.reading import ModelTokens
 
 CACHED_TEXTS = 16  # token lists are small: a class trying texts one after another
@@ -84,6 +84,18 @@ def reply_to(message: str) -> tuple[writing.Step, ...]:
     ids = chat_of(message)[1].ids
     with loaders.FORWARD_GATE:
         return writing.write(reading.decoder_of(chat), ids, writing.MAX_NEW_TOKENS, stop_token_ids=chat.stop_token_ids)
+
+
+def runs_for(study_text: str) -> exercises.PageRuns:
+    """The exercises' way to the cached runs on this text: only the open exercise runs the model, and the tab it
+    opens afterwards finds the run done."""
+    cap = token_cap()
+    return exercises.PageRuns(
+        candidates=lambda: loaders.unless_out_of_memory(lambda: candidates_after(study_text, cap), len(study_text)),
+        attention=lambda layer: loaders.unless_out_of_memory(
+            lambda: attention_of(study_text, cap, layer), len(study_text)
+        ),
+    )
 
 
 # --- Pieces every section uses -----------------------------------------------------------------------------

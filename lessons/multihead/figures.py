@@ -8,12 +8,11 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-import plotly.colors
 import plotly.graph_objects as go
 
-from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, as_array, heatmap, safe_label, style
+from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, HEAD_COLOURS, as_array, heatmap, safe_label, style
 
-HEAD_COLOURS = plotly.colors.qualitative.Dark24  # one colour per head in the head view (up to 24 heads)
+MARK_COLOUR = "#e6550d"  # the frame around a panel or block an exercise's answer points to
 MAX_TICK_LABELS = 24  # beyond this many tokens, labels move to the hover only
 OPACITY_LEVELS = 5  # head-view lines are grouped into this many strengths
 PANEL_HEIGHT = 260  # pixels per row of small maps, at least
@@ -66,9 +65,11 @@ def map_panels(
     zmax: float | None = None,
     title: str = "",
     panel_height: int | None = None,
+    marked: int | None = None,
 ) -> go.Figure:
     """Square attention maps in a grid of panels, all on one colour scale from 0 to `zmax` (default: the
-    largest value in any panel), so that the same shade means the same weight everywhere.
+    largest value in any panel), so that the same shade means the same weight everywhere. The panel
+    `marked` (an index into `maps`), when given, is framed: the one an exercise's answer points to.
 
     labels[k] names the rows (queries) and columns (keys) of maps[k]; labels must be distinct within a
     panel (use `token_labels` or `bin_labels`); they are escaped here. Panels that share their labels are
@@ -124,6 +125,8 @@ def map_panels(
             tickfont=dict(size=PANEL_TICK_FONT),
             automargin=True,
         )
+    if marked is not None:
+        layout["shapes"] = [_frame(f"x{_axis_suffix(marked)} domain", f"y{_axis_suffix(marked)} domain")]
     largest = max(float(panel.max()) for panel in values)
     layout["coloraxis"] = dict(
         colorscale=ATTENTION_SCALE,
@@ -132,6 +135,11 @@ def map_panels(
         colorbar=colour_bar_below("weight"),
     )
     return style(go.Figure(dict(data=data, layout=layout)), title, height=panel_height * rows + 100)
+
+
+def _frame(xref: str, yref: str, x0: float = 0.0, x1: float = 1.0, y0: float = 0.0, y1: float = 1.0) -> dict:
+    """A thick rectangle drawn over a panel (axis "domain" references) or a block of cells (axis values)."""
+    return dict(type="rect", xref=xref, yref=yref, x0=x0, x1=x1, y0=y0, y1=y1, line=dict(color=MARK_COLOUR, width=4))
 
 
 def colour_bar_below(title: str) -> dict:
@@ -352,9 +360,10 @@ def layer_head_map(
     return figure.update_xaxes(title=None).update_yaxes(title=None)
 
 
-def recombination(head_outputs, concatenated, title: str = "") -> go.Figure:
+def recombination(head_outputs, concatenated, title: str = "", marked_head: int | None = None) -> go.Figure:
     """One token's H head outputs stacked (H, d_head) above the same numbers laid in one row (1, D):
-    the concatenation is nothing but the head blocks side by side."""
+    the concatenation is nothing but the head blocks side by side. The head `marked_head`, when given, is
+    framed in both: its row of d_head numbers, and the block they fill in the concatenation."""
     blocks, row = compact(head_outputs), compact(concatenated)
     heads, head_width = blocks.shape
     limit = float(max(np.abs(blocks).max(), np.abs(row).max(), 1e-9))
@@ -386,6 +395,11 @@ def recombination(head_outputs, concatenated, title: str = "") -> go.Figure:
         )
         for boundary in range(1, heads)
     ]
+    if marked_head is not None:
+        layout["shapes"] += [
+            _frame("x", "y", -0.5, head_width - 0.5, marked_head - 0.5, marked_head + 0.5),
+            _frame("x2", "y2 domain", marked_head * head_width - 0.5, (marked_head + 1) * head_width - 0.5),
+        ]
     data = [
         dict(
             type="heatmap",

@@ -30,6 +30,7 @@ MAX_SIMILARITY_SIDE = 128  # positions per side of a drawn similarity matrix
 SUBTITLE_LINE_CHARACTERS = 44
 SINUSOIDAL_COLOUR = "#1f77b4"
 LEARNED_COLOUR = "#d62728"
+MARK_COLOUR = "#f59e0b"  # the value an exercise asked for
 
 
 def evenly_spaced(count: int, limit: int, keep_parity: bool = False) -> np.ndarray:
@@ -79,9 +80,16 @@ def _compact(values) -> np.ndarray:
     return as_array(values).astype(np.float32)
 
 
-def dimension_curves(encoding, dimensions: Sequence[int], title: str = "", positions_in_text: int = 0) -> go.Figure:
+def dimension_curves(
+    encoding,
+    dimensions: Sequence[int],
+    title: str = "",
+    positions_in_text: int = 0,
+    marked: tuple[int, int] | None = None,
+) -> go.Figure:
     """One line per chosen column of a (T, D) table, against the position t; even columns are sines,
-    odd ones cosines. The first `positions_in_text` positions are shaded (the ones the user's text uses)."""
+    odd ones cosines. The first `positions_in_text` positions are shaded (the ones the user's text uses).
+    `marked` = (position t, dimension i) rings that one value and writes it beside the ring."""
     table = _compact(encoding)
     positions = np.arange(table.shape[0])
     figure = go.Figure()
@@ -107,9 +115,28 @@ def dimension_curves(encoding, dimensions: Sequence[int], title: str = "", posit
             annotation_text="your text",
             annotation_position="top left",
         )
+    if marked is not None:
+        position, dimension = marked
+        _ring(figure, position, float(table[position, dimension]), f"p_{dimension}({position})")
     figure.update_xaxes(title="position t")
     figure.update_yaxes(title="p_i(t)", range=[-1.1, 1.1])
     return style(figure, title, height=380)
+
+
+def _ring(figure: go.Figure, x: float, y: float, name: str) -> None:
+    """An open circle around the point (x, y), and "name = y" beside it."""
+    written = f"{name} = {y:.4f}"
+    figure.add_trace(
+        go.Scatter(
+            x=[x],
+            y=[y],
+            mode="markers",
+            marker=dict(size=16, symbol="circle-open", line=dict(width=3), color=MARK_COLOUR),
+            name=written,
+            hovertemplate=f"{written}<extra></extra>",
+        )
+    )
+    figure.add_annotation(x=x, y=y, text=written, showarrow=True, arrowhead=0, ax=40, ay=-30)
 
 
 def encoding_heatmap(encoding, title: str = "", subtitle: str = "", max_cells: int = MAX_HEATMAP_CELLS) -> go.Figure:
@@ -144,9 +171,14 @@ def _thinning_note(*axes: tuple[str, np.ndarray, int]) -> str:
 
 
 def similarity_to_position(
-    similarities_by_name: Mapping[str, npt.ArrayLike], position: int, measure_label: str, title: str = ""
+    similarities_by_name: Mapping[str, npt.ArrayLike],
+    position: int,
+    measure_label: str,
+    title: str = "",
+    marked: int | None = None,
 ) -> go.Figure:
-    """How alike position p is to every position q, one line per table (e.g. sinusoidal and learned)."""
+    """How alike position p is to every position q, one line per table (e.g. sinusoidal and learned).
+    `marked` rings position q on the first table's line."""
     figure = go.Figure()
     for (name, similarities), colour in zip(similarities_by_name.items(), _colours()):
         name, values = safe_label(name), _compact(similarities)
@@ -161,6 +193,9 @@ def similarity_to_position(
             )
         )
     figure.add_vline(x=position, line_dash="dot", line_color="grey", annotation_text=f"p = {position}")
+    if marked is not None and similarities_by_name:
+        first = _compact(next(iter(similarities_by_name.values())))
+        _ring(figure, marked, float(first[marked]), f"{measure_label}({position}, {marked})")
     figure.update_xaxes(title="position q")
     figure.update_yaxes(title=f"{measure_label}(p, q)")
     return style(figure, title, height=360)

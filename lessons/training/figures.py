@@ -1,4 +1,5 @@
-"""Figures of the training lesson: the loss curve, drawn again and again while a model trains.
+"""Figures of the training lesson: the loss curve, drawn again and again while a model trains, and the
+exercises' reveals: a fresh model's first bets, and where a model's parameters are.
 
 The curve is redrawn a few times a second, so it is kept light: losses go out as float32 (plotly sends
 numpy arrays as binary) and the step axis is implicit (first step 1, one per point), so a point costs
@@ -8,12 +9,12 @@ numpy arrays as binary) and the step axis is implicit (first step 1, one per poi
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
-from lessons.common.plots import style
+from lessons.common.plots import safe_label, style
 
 STEP_COLOUR = "#B9B3F0"  # every step's loss: pale, it is noisy
 AVERAGE_COLOUR = "#5B4BDB"  # the moving average: the app's first colour
@@ -87,3 +88,53 @@ def log_axis_range(*lines: Sequence[float] | np.ndarray, margin: float = 1.5) ->
     if not values.size:
         return None
     return [math.log10(values.min() / margin), math.log10(values.max() * margin)]
+
+
+def first_bets_figure(tokens: Sequence[str], probabilities: Sequence[float], title: str = "") -> go.Figure:
+    """A fresh model's bet on each token of its vocabulary, one bar per token in id order, with the level of
+    an even bet, 1 / V, drawn as a dashed line: the bars of a model that knows nothing stand close to it."""
+    values = np.asarray(probabilities, dtype=np.float64)
+    names = [safe_label(token) for token in tokens]
+    figure = go.Figure(
+        go.Bar(
+            x=names,
+            y=values,
+            name="probability",
+            marker_color=AVERAGE_COLOUR,
+            hovertemplate="%{x}<br>probability %{y:.4f}<extra></extra>",
+        )
+    )
+    even = 1 / len(values)
+    figure.add_hline(y=even, line=dict(color=CHANCE_COLOUR, dash="dash", width=1.5))
+    figure.add_annotation(
+        text=f"an even bet: 1/{len(values)} = {even:.4f}",
+        x=1,
+        xref="x domain",
+        xanchor="right",
+        y=even,
+        yanchor="bottom",
+        showarrow=False,
+    )
+    figure.update_xaxes(type="category", title="token", tickangle=-60)
+    figure.update_yaxes(title="probability, averaged over the answer letters", range=[0, max(values.max(), even) * 1.4])
+    return style(figure, title, height=360)
+
+
+def parameters_figure(parts: Mapping[str, int], title: str = "") -> go.Figure:
+    """How many parameters each part of a model holds, one bar per part, the largest at the top."""
+    ordered = sorted(parts.items(), key=lambda item: item[1])  # plotly draws the first bar at the bottom
+    figure = go.Figure(
+        go.Bar(
+            x=[count for _, count in ordered],
+            y=[safe_label(name) for name, _ in ordered],
+            orientation="h",
+            marker_color=AVERAGE_COLOUR,
+            text=[f"{count:,}" for _, count in ordered],
+            textposition="outside",
+            cliponaxis=False,
+            hovertemplate="%{y}<br>%{x:,} parameters<extra></extra>",
+        )
+    )
+    figure.update_xaxes(title="parameters", range=[0, max(count for _, count in ordered) * 1.25])
+    figure.update_yaxes(type="category", automargin=True)
+    return style(figure, title, height=int(120 + 34 * len(ordered)))

@@ -22,9 +22,9 @@ import torch
 from torch import Tensor, nn
 
 from anatomy.devices import DeviceUnavailableError, choose_device
-from anatomy.training.loop import TrainingRun, TrainingSettings, train
+from anatomy.training.loop import TrainingRun, TrainingSettings, teacher_forced_loss, train
 from anatomy.training.recipes import HELD_OUT_SEED, Recipe
-from anatomy.training.tasks import LetterTask, SortingTask, exact_match_rate
+from anatomy.training.tasks import IGNORE_INDEX, LetterTask, SortingTask, exact_match_rate
 
 MIN_STEPS, MAX_STEPS = 10, 5000  # the cap outside hosted mode: about 75 s of the sorter on 2 CPU cores
 MAX_SEED = 9_999  # far below HELD_OUT_SEED: no training word list is the test list
@@ -107,6 +107,28 @@ def held_out_accuracy(model: nn.Module, task: LetterTask, count: int = HELD_OUT_
 def chance_loss(recipe: Recipe) -> float:
     """The loss of a model that spreads its bet evenly over the vocabulary: ln V (ln 30 = 3.40)."""
     return math.log(recipe.config.vocab_size)
+
+
+@dataclass(frozen=True)
+class FirstBets:
+    """A fresh model on the first batch its training draws, before any update: what it bets on each token."""
+
+    loss: float  # the loss step 1 reports: mean −log p(true next token) over the scored positions
+    probabilities: Tensor  # (V,) the probability it gives each token, averaged over the scored positions
+    tokens: tuple[str, ...]  # the V tokens of the vocabulary, in id order
+
+
+@torch.no_grad()
+def first_bets(recipe: Recipe, seed: int) -> FirstBets:
+    """The untrained model of `seed` on the first batch `train` draws with the same seed, on the CPU."""
+    model = fresh_model(recipe, seed)
+    settings = live_settings(recipe, recipe.settings.steps, recipe.settings.learning_rate, seed)  # words: seed + 1
+    words = recipe.task.sample_words(settings.batch_size, torch.Generator().manual_seed(settings.seed))
+    batch = recipe.task.batch(words)
+    scored = batch.targets != IGNORE_INDEX  # (B, T): the answer positions, the only ones the loss counts
+    probabilities = model(**batch.inputs).logits[scored].softmax(dim=-1).mean(dim=0)  # (V,)
+    loss = teacher_forced_loss(model, batch)  # the very function the training loop calls at step 1
+    return FirstBets(float(loss), probabilities, tuple(recipe.task.tokenizer.tokens))
 
 
 def moving_average(losses: list[float] | tuple[float, ...], window: int = SMOOTHING_WINDOW) -> list[float]:

@@ -9,8 +9,8 @@ Each of the three small models in this app was trained right here, by the code y
 train one yourself. Every **step** draws 64 fresh random words, asks the model to predict each answer letter
 from the letters before it, measures how wrong it was (the **loss**: the cross-entropy, −log of the
 probability it gave the right letter), and nudges all weights a little downhill. The **learning rate** sets
-how far each nudge goes. A model that knows nothing guesses evenly among its letters and symbols: a loss of
-about 3.4. A perfect model scores 0.
+how far each nudge goes. A model that knows nothing guesses evenly among its letters and symbols (how much
+loss is that? *Check yourself* below); a perfect model scores 0.
 """
 
 MODELS = {"sorter": "Sorter", "sorter-cheater": "Cheating sorter", "reverser": "Reverser"}  # recipe -> button

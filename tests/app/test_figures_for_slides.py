@@ -82,3 +82,12 @@ def test_the_svg_button_is_added_by_one_script_that_reads_each_charts_own_name()
     # Streamlit's sanitiser (DOMPurify) drops a script whose text holds anything like markup.
     code = scripts[0].strip().removeprefix("<script>").removesuffix("</script>")
     assert not re.search(r"<[/\w!]", code)
+
+
+@pytest.mark.parametrize("lesson", ["tokenization", "positional", "attention", "multihead", "encoder"])
+def test_every_chart_of_a_lesson_has_a_text_alternative_with_its_numbers(lesson):
+    app = open_page(f"pages/{lesson}.py")
+    charts_drawn = app.get("plotly_chart")
+    assert charts_drawn
+    for chart in charts_drawn:
+        assert chart.proto.alt and any(char.isdigit() for char in chart.proto.alt), chart.proto.alt

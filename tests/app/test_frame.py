@@ -113,7 +113,7 @@ def test_a_pages_code_is_sent_only_once_its_expander_is_opened_and_is_the_packag
         ablation.layer_with_heads_scaled,
     )  # what pages/multihead.py shows
     app = open_page("pages/multihead.py")
-    assert [expander.label for expander in app.expander] == [widgets.SOURCE_TITLE]
+    assert [expander.label for expander in app.main.expander] == [widgets.SOURCE_TITLE]
     assert len(app.code) == 0  # closed: no code sent, no highlighter to load
     app.session_state[widgets.source_key(*objects)] = True
     app.run()

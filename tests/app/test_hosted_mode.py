@@ -179,7 +179,7 @@ def test_hosted_sidebar_offers_a_choice_among_allowed_models_and_no_free_text_fi
     app = open_page("pages/home.py")
     assert_clean(app)
     assert not app.sidebar.text_input, "a visitor must not be able to type a model reference"
-    (choice,) = app.sidebar.selectbox
+    choice = app.sidebar.selectbox(key="model")
     assert choice.options == [DEFAULT_MODEL_NAME] and choice.disabled
 
 
@@ -201,7 +201,7 @@ def test_an_allowlisted_folder_is_offered_by_its_name_and_loads(hosted, tiny_ber
     hosted.setenv(hosting.ALLOWLIST_VARIABLE, tiny_bert_folder)
     app = open_page("pages/home.py", query={"model": tiny_bert_folder})
     assert_clean(app)
-    (choice,) = app.sidebar.selectbox
+    choice = app.sidebar.selectbox(key="model")
     assert choice.options == [DEFAULT_MODEL_NAME, "tiny-bert"] and not choice.disabled
     assert choice.value == tiny_bert_folder
     assert not app.sidebar.error

@@ -48,3 +48,15 @@ def test_a_malformed_parameter_is_named_and_the_page_opens_as_usual(raw):
     app = open_page("pages/attention.py", query={"present": raw})
     assert problems_after(app, raw) == []
     assert presentation.STYLE not in style_sheets(app)
+
+
+def test_figure_text_grows_with_the_page_in_presentation_style():
+    import json
+
+    usual, presented = (open_page("pages/causal.py", query=query) for query in ({}, {"present": "True"}))
+    (usual_cells, presented_cells) = (
+        json.loads(app.get("plotly_chart")[0].proto.spec)["data"][0]["textfont"]["size"] for app in (usual, presented)
+    )
+    assert presented_cells == round(usual_cells * presentation.ZOOM)
+    font = json.loads(presented.get("plotly_chart")[0].proto.spec)["layout"]["font"]["size"]
+    assert font == round(13 * presentation.ZOOM)

@@ -18,6 +18,10 @@ import unicodedata
 import plotly.graph_objects as go
 import streamlit as st
 
+from lessons.common.figure_text import describe
+from lessons.common.plots import with_larger_text
+from lessons.common.ui import presentation
+
 SLIDE_LAYOUT_WIDTH_PX = 960  # the width the chart is laid out at for the PNG
 SLIDE_SCALE = 2  # ... and drawn at twice that: 1,920 pixels wide
 DEFAULT_HEIGHT_PX = 450  # plotly's own default, for figures that set no height
@@ -82,8 +86,11 @@ def show(figure: go.Figure, key: str | None = None, *, about: str | None = None,
     if about is None:
         context = st.session_state.get("_context")
         about = context.text if context is not None else ""
-    name = file_name(st.session_state.get(_LESSON, ""), what_it_shows(figure, key), about)
-    (into or st).plotly_chart(figure, key=key, config=export_config(figure, name))
+    if st.session_state.get(presentation.KEY):  # figure text grows as much as the page's text
+        figure = with_larger_text(figure, presentation.ZOOM)
+    shows = what_it_shows(figure, key)
+    name = file_name(st.session_state.get(_LESSON, ""), shows, about)
+    (into or st).plotly_chart(figure, key=key, config=export_config(figure, name), alt=describe(figure, shows))
 
 
 # The toolbar's second download button. Plotly redraws its toolbar now and then, so an observer adds the

@@ -142,6 +142,12 @@ def unpublish(key: str) -> None:
     st.query_params.pop(key, None)
 
 
+def forget(key: str) -> None:
+    """Forget this session's choice for `key`: its next draw takes the link's value, or else the default."""
+    st.session_state.setdefault(_PUBLISHED, {}).pop(key, None)
+    st.session_state.pop(key, None)
+
+
 def set_value(key: str, value: Any) -> None:
     """Change a choice from code (a Next button, a reset, a link): the widget shows it on the next draw."""
     st.session_state[key] = value

@@ -2,8 +2,9 @@
 
 One switch in the sidebar turns it on, and the link carries it (`?present=True`), so a lecturer can prepare
 the links of a class in advance. Streamlit sizes its text in rem, so a larger root font size enlarges all
-text, formulas, widgets and tables. Figures keep their pixel sizes: scaling the page as a whole (CSS `zoom`)
-was tried and cuts plotly's charts off, since plotly measures its box unscaled. With the sidebar hidden, a
+text, formulas, widgets and tables; figures get their text enlarged as much by `charts.show` (scaling the
+page as a whole with CSS `zoom` was tried and cuts plotly's charts off, since plotly measures its box
+unscaled). With the sidebar hidden, a
 button at the top of the page (or the Escape key) leaves presentation style.
 """
 

@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from lessons.common.safe_text import code_fence
 from lessons.common.ui import charts
 
 
@@ -29,8 +30,7 @@ def aligned_lines_markdown(lines: Iterable[str]) -> str:
     ends it early), spaces become no-break spaces (markdown would fold them), and lines break hard."""
     spans = []
     for line in lines:
-        backtick_runs = "".join(char if char == "`" else " " for char in line).split()
-        fence = "`" * (max(map(len, backtick_runs), default=0) + 1)
+        fence = code_fence(line)
         spans.append(f"{fence} {line.replace(' ', NO_BREAK_SPACE) or NO_BREAK_SPACE} {fence}")
     return "  \n".join(spans)
 

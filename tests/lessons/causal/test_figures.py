@@ -99,6 +99,22 @@ def test_weights_figure_uses_the_fixed_zero_to_one_scale_and_the_given_positions
     assert figure.data[0].z.tolist() == [[1.0, 0.0], [0.25, 0.75]]
 
 
+def test_weights_figure_frames_the_marked_cell_only():
+    weights = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
+    assert not masking.weights_figure(weights, ["a", "b", "c"]).layout.shapes
+    (frame,) = masking.weights_figure(weights, ["a", "b", "c"], marked=(2, 1)).layout.shapes
+    assert (frame.xref, frame.yref) == ("x", "y")
+    assert (frame.x0, frame.x1, frame.y0, frame.y1) == (0.5, 1.5, 1.5, 2.5)  # column 1 across, row 2 down
+
+
+def test_mask_figure_ticks_the_allowed_pairs_and_crosses_the_future():
+    figure = masking.mask_figure(causal_mask(3), ["<b>", "b", "c"], "mask")
+    (mask,) = traces(figure, "mask")
+    assert np.array_equal(mask.z, np.tril(np.ones((3, 3))))
+    assert [list(row) for row in mask.text] == [["✓", "✗", "✗"], ["✓", "✓", "✗"], ["✓", "✓", "✓"]]
+    assert list(mask.x) == ["0 &lt;b&gt;", "1 b", "2 c"]
+
+
 def test_compare_figure_puts_panels_of_different_sizes_on_one_colour_axis():
     panels = [
         masking.Panel("no mask", np.full((2, 2), 0.5), ["a", "b"]),

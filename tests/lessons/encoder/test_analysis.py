@@ -344,3 +344,24 @@ def test_the_zoo_computes_the_published_sizes():
     bert_large = zoo["bert-large-uncased"]
     assert (bert_large.num_layers, bert_large.width, bert_large.num_heads, bert_large.ff_width) == (24, 1024, 16, 4096)
     assert bert_large.parameters == parameter_count(PRESETS["bert-large-uncased"])
+
+
+def test_one_block_holds_an_equal_share_of_every_part_counted_over_all_blocks():
+    assert stack_analysis.block_parameters(PRESETS["bert-base-uncased"]) == {
+        "attention": 4 * (768 * 768 + 768),  # 2,362,368
+        "feed-forward": 768 * 3072 + 3072 + 3072 * 768 + 768,  # 4,722,432
+        "layer norms": 2 * 2 * 768,  # 3,072
+    }
+
+
+def test_every_token_is_compared_with_the_chosen_one_at_its_own_depth(traced):
+    similarity = stack_analysis.similarity_to_token(traced.output.hidden_states, 2)
+    states = stack_analysis.stacked_hidden_states(traced.output.hidden_states)
+    assert similarity.shape == (7, 7)
+    assert torch.allclose(similarity[:, 2], torch.ones(7), atol=1e-6)  # "flies" with itself
+    assert similarity[6, 4] == pytest.approx(F.cosine_similarity(states[6, 4], states[6, 2], dim=0).item(), abs=1e-6)
+
+
+def test_the_others_are_ranked_most_similar_first_without_the_token_itself():
+    cosines = torch.tensor([0.2, 1.0, 0.5, 0.5, -0.3])
+    assert stack_analysis.others_by_similarity(cosines, 1) == [2, 3, 0, 4]  # of two equals, the earlier first

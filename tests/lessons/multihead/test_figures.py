@@ -125,6 +125,22 @@ def test_recombination_shows_the_head_blocks_and_their_concatenation():
     assert figure.layout.coloraxis.cmin == -6.0 and figure.layout.coloraxis.cmax == 6.0
 
 
+def test_recombination_frames_the_marked_heads_row_and_its_block_of_the_concatenation():
+    head_outputs = np.arange(12.0).reshape(3, 4) - 6
+    figure = viz.recombination(head_outputs, head_outputs.reshape(-1), marked_head=1)
+    row, block = [shape for shape in figure.layout.shapes if shape.type == "rect"]
+    assert (row.xref, row.yref, row.x0, row.x1, row.y0, row.y1) == ("x", "y", -0.5, 3.5, 0.5, 1.5)
+    assert (block.xref, block.yref, block.x0, block.x1) == ("x2", "y2 domain", 3.5, 7.5)  # features 4 to 7
+
+
+def test_map_panels_frame_only_the_marked_panel():
+    maps = attention(3, 4)
+    labels = viz.token_labels(list("abcd"))
+    assert not viz.head_grid(maps, labels, ["h0", "h1", "h2"]).layout.shapes
+    (frame,) = viz.head_grid(maps, labels, ["h0", "h1", "h2"], marked=2).layout.shapes
+    assert (frame.xref, frame.yref, frame.x0, frame.x1, frame.y0, frame.y1) == ("x3 domain", "y3 domain", 0, 1, 0, 1)
+
+
 def test_contribution_bars_grey_out_switched_off_heads():
     figure = viz.contribution_bars(np.array([1.0, 2.0, 3.0]), heads_off=[1])
     np.testing.assert_array_equal(figure.data[0].y, [1.0, 2.0, 3.0])

@@ -1,0 +1,156 @@
+"""Guided tours: an ordered list of stops, each a view of this app (a link) with a few words to say there.
+
+A tour is a small TOML file a teacher can write by hand:
+
+    title = "Attention in one lecture"
+
+    [[stop]]
+    title = "Words become numbers"              # optional: the lesson's own title otherwise
+    link = "tokenization?text=The+bank+raised+rates"
+    notes = "What the class should look at here."
+
+A stop's link is a page of this app followed by its parameters, exactly what the address bar shows after the
+server's address. Files are read with the standard library's `tomllib` and checked here, so that a mistake is
+named with its place in the file ("stop 3: …") and nothing in a file (a web address, markup) does anything but
+be shown as written. The tours shipped with the app are in the `tours/` folder.
+
+This module holds no Streamlit: `lessons.common.ui.tour` offers the tours and draws the tour bar.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+SHIPPED_FOLDER = Path(__file__).resolve().parents[2] / "tours"
+RESERVED_KEYS = ("tour", "stop")  # link keys of the tour itself: a stop's link may not set them
+MAX_FILE_BYTES = 100_000
+MAX_STOPS = 200
+MAX_TITLE_CHARACTERS = 120
+MAX_NOTES_CHARACTERS = 4_000
+MAX_LINK_CHARACTERS = 16_000
+TOUR_KEYS = {"title", "description", "stop"}
+STOP_KEYS = {"title", "link", "notes"}
+
+
+class TourError(ValueError):
+    """A tour file that cannot be used; the message says where and why, for the teacher who wrote it."""
+
+
+@dataclass(frozen=True)
+class Stop:
+    page: str  # the lesson's name (its page file's stem): "attention"; "home" for the welcome page
+    query: tuple[tuple[str, str], ...]  # the link's parameters, in order
+    title: str
+    notes: str
+
+    @property
+    def link(self) -> str:
+        """The stop as a link relative to the app: "attention?att_source=model"."""
+        path = "" if self.page == "home" else self.page
+        return f"{path}?{urlencode(self.query)}" if self.query else path
+
+
+@dataclass(frozen=True)
+class Tour:
+    title: str
+    description: str
+    stops: tuple[Stop, ...]
+
+
+def read_tour(text: str, pages: dict[str, str]) -> Tour:
+    """The tour a TOML text describes. `pages` maps each lesson's name to its title (the stops' default
+    titles). Raises TourError naming the first problem found."""
+    if len(text.encode("utf-8")) > MAX_FILE_BYTES:
+        raise TourError(f"The file is larger than {MAX_FILE_BYTES // 1000} kB: a tour needs far less.")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise TourError(f"The file is not valid TOML: {error}.") from None
+    _only_known_keys(data, TOUR_KEYS, "The file")
+    title = _text(data, "title", "The file", MAX_TITLE_CHARACTERS, required=True)
+    description = _text(data, "description", "The file", MAX_NOTES_CHARACTERS)
+    raw_stops = data.get("stop")
+    if not isinstance(raw_stops, list) or not raw_stops:
+        raise TourError("The file has no stops: add at least one [[stop]] table with a link.")
+    if len(raw_stops) > MAX_STOPS:
+        raise TourError(f"The file has {len(raw_stops)} stops; a tour may have at most {MAX_STOPS}.")
+    stops = tuple(_read_stop(raw, number, pages) for number, raw in enumerate(raw_stops, 1))
+    return Tour(title=title, description=description, stops=stops)
+
+
+def read_tour_file(path: Path, pages: dict[str, str]) -> Tour:
+    """The tour in the file at `path` (TourError if it cannot be read or used)."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise TourError(f"The file is larger than {MAX_FILE_BYTES // 1000} kB: a tour needs far less.")
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TourError(f"There is no tour file at {path}.") from None
+    except IsADirectoryError:
+        raise TourError(f"{path} is a folder, not a tour file.") from None
+    except UnicodeDecodeError:
+        raise TourError(f"{path} is not a text file in UTF-8.") from None
+    except OSError as error:
+        raise TourError(f"{path} cannot be read: {error.strerror}.") from None
+    return read_tour(text, pages)
+
+
+def shipped_tours(pages: dict[str, str], folder: Path = SHIPPED_FOLDER) -> dict[str, Tour]:
+    """The tours in `folder`, by file stem ("default" first). A shipped tour that does not read is a bug:
+    the error is raised, and a test reads every one."""
+    paths = sorted(folder.glob("*.toml"), key=lambda path: (path.stem != "default", path.stem))
+    return {path.stem: read_tour_file(path, pages) for path in paths}
+
+
+def _read_stop(raw: object, number: int, pages: dict[str, str]) -> Stop:
+    where = f"Stop {number}"
+    if not isinstance(raw, dict):
+        raise TourError(f"{where} is not a table: write it as [[stop]] followed by its link and notes.")
+    _only_known_keys(raw, STOP_KEYS, where)
+    link = _text(raw, "link", where, MAX_LINK_CHARACTERS, required=True)
+    page, query = _page_and_query(link, where, pages)
+    title = _text(raw, "title", where, MAX_TITLE_CHARACTERS) or pages[page]
+    return Stop(page=page, query=query, title=title, notes=_text(raw, "notes", where, MAX_NOTES_CHARACTERS))
+
+
+def _page_and_query(link: str, where: str, pages: dict[str, str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    parts = urlsplit(link.strip())
+    if parts.scheme or parts.netloc:
+        raise TourError(
+            f"{where}: its link “{link[:80]}” is a web address; a stop links to a page of this app, as the "
+            "address bar shows it after the server's address, e.g. “attention?text=time+flies”."
+        )
+    page = parts.path.strip("/") or "home"
+    if page not in pages:
+        known = ", ".join(sorted(pages))
+        raise TourError(f"{where}: “{page[:80]}” is not a page of this app (the pages are {known}).")
+    query = tuple(parse_qsl(parts.query, keep_blank_values=True))
+    reserved = sorted({key for key, _ in query} & set(RESERVED_KEYS))
+    if reserved:
+        raise TourError(f"{where}: its link sets “{reserved[0]}”, which the tour itself uses.")
+    return page, query
+
+
+def _only_known_keys(table: dict, known: set[str], where: str) -> None:
+    unknown = sorted(set(table) - known)
+    if unknown:
+        allowed = ", ".join(sorted(known))
+        raise TourError(f"{where} has a key “{unknown[0][:40]}” that tours do not use (they use {allowed}).")
+
+
+def _text(table: dict, key: str, where: str, max_characters: int, required: bool = False) -> str:
+    value = table.get(key)
+    if value is None:
+        if required:
+            raise TourError(f'{where} needs a {key} = "…".')
+        return ""
+    if not isinstance(value, str):
+        raise TourError(f"{where}: its {key} must be text in quotes, not {type(value).__name__}.")
+    if required and not value.strip():
+        raise TourError(f"{where}: its {key} is empty.")
+    if len(value) > max_characters:
+        raise TourError(f"{where}: its {key} has {len(value):,} characters; at most {max_characters:,} are read.")
+    return value.strip()

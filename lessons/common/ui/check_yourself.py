@@ -1,0 +1,139 @@
+"""Check yourself: a row above each lesson's views offers its exercises, one open at a time.
+
+While an exercise waits for an answer, only its question and answer field are sent to the browser: the page
+holds back its own figures too, which would give the answer away. The answer, why it is so, and a figure
+with it marked are drawn in the run that Check starts, never before. The link carries
+the open exercise (`?exercise=pieces`), so a teacher can send an exercise on a given text. The session keeps
+a tally: how many exercises were answered and how many of them right (the first answer to each counts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import streamlit as st
+
+from lessons.common.exercises import Exercise, Offer
+from lessons.common.safe_text import escape_markdown
+from lessons.common.ui import charts, linked
+
+KEY = "exercise"  # link key and session state: the open exercise, by its name in the lesson's offers
+NOT_NOW = "none"
+_COMMITTED = "_exercise_committed"  # session state: identity -> (the response, whether it was right)
+_EMPTY_CHECK = "_exercise_empty_check"  # session state: the field whose Check was pressed without an answer
+TITLE = "Check yourself"
+TALLY = "This session: {right} of {answered} exercise{plural} answered right."
+NOTHING_TO_ASK = (
+    "This exercise has nothing to ask about what the page shows now: try another text (or word), or another exercise."
+)
+HELD_BACK = "The lesson's figures come back once you have answered: they would give the answer away."
+INTRO = (
+    "Predict first, then check: each question is computed from the text you study, so it changes with it. "
+    "The answer, and the lesson's figures, appear once you have committed to yours."
+)
+
+
+def offer(offers: Mapping[str, Offer], *arguments: Any) -> bool:
+    """The picker over the lesson's exercises (none open at first) and the open one; True while it waits for
+    an answer, when the page holds back its own figures, which would give the answer away.
+
+    An exercise is built only while it is open: `offers[name].build(*arguments)`."""
+    names = {NOT_NOW: "Not now"} | {
+        name: f"{number}. {item.title}" for number, (name, item) in enumerate(offers.items(), 1)
+    }
+    chosen = linked.segmented(TITLE, KEY, names, NOT_NOW, help=INTRO)
+    waiting = False
+    if chosen != NOT_NOW:
+        exercise = offers[chosen].build(*arguments)
+        if exercise is None or isinstance(exercise, str):
+            st.info(exercise or NOTHING_TO_ASK, icon=":material/info:")
+        else:
+            waiting = ask(exercise, chosen)
+    show_tally()
+    return waiting
+
+
+def ask(exercise: Exercise, name: str) -> bool:
+    """The question; then either the answer field and Check (True: still waiting), or, once committed, the
+    reveal (False)."""
+    committed: dict[str, tuple[Any, bool]] = st.session_state.setdefault(_COMMITTED, {})
+    asked = asked_here(exercise, name)
+    widget_key = f"exercise_{name}_{asked}"
+    st.markdown(exercise.question)
+    if asked in committed:
+        reveal(exercise, *committed[asked], widget_key)
+        return False
+    with st.form(f"{widget_key}_form", border=False, enter_to_submit=True):
+        answer_field(exercise, widget_key)
+        st.form_submit_button(
+            "Check",
+            icon=":material/task_alt:",
+            key=f"{widget_key}_check",
+            on_click=_commit,
+            args=(exercise, asked, widget_key),
+        )
+    if st.session_state.pop(_EMPTY_CHECK, None) == widget_key:
+        st.warning("Choose or type an answer first, then press Check.")
+    st.caption(HELD_BACK)
+    return True
+
+
+def asked_here(exercise: Exercise, name: str) -> str:
+    """Names the question asked on this page, about this model and text: a question that does not quote the
+    text ("How many tokens…?") is another question on another text. Nothing of the answer is in it."""
+    context = st.session_state.get("_context")
+    about = (context.reference, context.text) if context is not None else ("", "")
+    asked = "\n".join((name, exercise.identity, *about)).encode("utf-8")
+    return hashlib.sha1(asked, usedforsecurity=False).hexdigest()[:12]
+
+
+def _commit(exercise: Exercise, asked: str, widget_key: str) -> None:
+    """Check's callback, run before the page: record the answer (the first one counts) and whether it is right."""
+    response = st.session_state.get(widget_key)
+    if response is None:
+        st.session_state[_EMPTY_CHECK] = widget_key
+        return
+    st.session_state.setdefault(_COMMITTED, {})[asked] = (response, exercise.is_right(response))
+
+
+def answer_field(exercise: Exercise, widget_key: str) -> Any:
+    if exercise.asks_for_a_number:
+        step = 10.0**-exercise.decimals
+        return st.number_input(
+            "Your answer",
+            value=None,
+            step=step if exercise.decimals else 1.0,
+            format=f"%.{exercise.decimals}f",
+            placeholder="a number",
+            key=widget_key,
+        )
+    return st.radio(
+        "Your answer", exercise.options, index=None, format_func=escape_markdown, key=widget_key, horizontal=True
+    )
+
+
+def reveal(exercise: Exercise, response: Any, right: bool, widget_key: str) -> None:
+    """Whether the committed answer was right, the answer, why, and the figure with the answer marked."""
+    answer = escape_markdown(exercise.shown_answer())
+    if right:
+        st.success(f"Right: {answer}.", icon=":material/check_circle:")
+    else:
+        said = escape_markdown(str(response) if exercise.options else f"{response:,.{exercise.decimals}f}")
+        st.error(f"You answered {said}; the answer is {answer}.", icon=":material/cancel:")
+    st.markdown(exercise.explanation)
+    if exercise.figure is not None:
+        charts.show(exercise.figure(), key=f"{widget_key}_figure")
+
+
+def tally() -> tuple[int, int]:
+    """(answered right, answered) in this session."""
+    committed = st.session_state.get(_COMMITTED, {})
+    return sum(right for _, right in committed.values()), len(committed)
+
+
+def show_tally() -> None:
+    right, answered = tally()
+    if answered:
+        st.caption(TALLY.format(right=right, answered=answered, plural="s" if answered != 1 else ""))

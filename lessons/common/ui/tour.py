@@ -1,0 +1,218 @@
+"""The guided tour: a bar at the top of every page while a tour runs, and the sidebar's way to start one.
+
+The link carries the tour and its stop (`?tour=default&stop=4`, beside the stop's own parameters), so a link
+opens a tour at any stop. Previous and Next (or the left and right arrow keys) open the neighbouring stop's
+link. Tours come from the app's `tours/` folder, from a folder the operator names in ANATOMY_TOURS (the way to
+offer a class its own tours on a hosted server), and, for one browser session, from a file the teacher
+uploads or, when the app runs on their own computer, names by its path. What a file says is shown as written.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+from lessons.common import hosting, tours
+from lessons.common.safe_text import escape_markdown, visible
+from lessons.common.tours import Tour, TourError
+from lessons.common.ui import frame, linked
+
+TOUR, STOP = tours.RESERVED_KEYS  # link keys and session state
+NO_TOUR = ""
+YOURS = "yours"  # the name of the tour a teacher gave in this session
+OPERATOR_VARIABLE = "ANATOMY_TOURS"  # a folder of tour files the operator offers besides the shipped ones
+KEPT_ACROSS_STOPS = ("text", "model", "present")  # the sidebar's choices, kept from stop to stop
+_YOUR_TOUR = "_tour_yours"  # session state: the Tour uploaded (or read from a path) in this session
+_GO_TO = "_tour_go_to"  # session state: the stop a Previous or Next button asked for
+
+
+def page_titles() -> dict[str, str]:
+    return {lesson.name: lesson.title for lesson in frame.LESSONS}
+
+
+@st.cache_resource(show_spinner=False)
+def shipped() -> dict[str, Tour]:
+    """The tours of the app's `tours/` folder, read once per server process."""
+    return tours.shipped_tours(page_titles())
+
+
+@st.cache_resource(show_spinner=False)
+def operator_tours(folder: str) -> tuple[dict[str, Tour], tuple[str, ...]]:
+    """The tours of the operator's folder, and what is wrong with the files that cannot be used."""
+    offered, problems = {}, []
+    for path in sorted(Path(folder).glob("*.toml")):
+        try:
+            offered[path.stem] = tours.read_tour_file(path, page_titles())
+        except TourError as error:
+            problems.append(f"{path.name}: {error}")
+    if not Path(folder).is_dir():
+        problems.append(f"{OPERATOR_VARIABLE} names {folder}, which is not a folder.")
+    return offered, tuple(problems)
+
+
+def available() -> dict[str, Tour]:
+    """Every tour this session can take, by the name its link uses."""
+    offered = dict(shipped())
+    folder = os.environ.get(OPERATOR_VARIABLE)
+    if folder:
+        offered.update({name: tour for name, tour in operator_tours(folder)[0].items() if name not in offered})
+    yours = st.session_state.get(_YOUR_TOUR)
+    if yours is not None:
+        offered[YOURS] = yours
+    return offered
+
+
+# ----- the bar ----------------------------------------------------------------------------------------
+
+
+def show_bar(page: str) -> None:
+    """While a tour runs: where in it we are, the stop's notes, and the way to the stops around it.
+    app.py calls this before the lesson, so the bar is the first thing on the page."""
+    offered = available()
+    name = linked.bind(
+        TOUR, NO_TOUR, fits=lambda value: value == NO_TOUR or value in offered, requirement="no such tour"
+    )
+    if name == NO_TOUR:
+        linked.unpublish(TOUR)
+        linked.unpublish(STOP)
+        return
+    tour = offered[name]
+    number = linked.bind(
+        STOP, 1, parse=int, fits=lambda value: 1 <= value <= len(tour.stops), requirement=f"1 to {len(tour.stops)}"
+    )
+    going_to = st.session_state.pop(_GO_TO, None)
+    if going_to is not None:
+        open_stop(name, tour, going_to)
+    linked.publish(TOUR, name)
+    linked.publish(STOP, number)
+    stop = tour.stops[number - 1]
+    with st.container(border=True, key="tour_bar"):
+        st.progress(number / len(tour.stops), text=f"Tour: {visible(tour.title)} · stop {number} of {len(tour.stops)}")
+        st.markdown(f"**{visible(stop.title)}**" + (f"  \n{visible(stop.notes)}" if stop.notes else ""))
+        if stop.page != page:
+            st.caption(f"This page is not the stop's own: Previous and Next go on from stop {number}.")
+        if name == YOURS:
+            st.caption("Your own tour lives in this browser session only: its links open it nowhere else.")
+        back, forward, leave = st.columns([1, 1, 1])
+        back.button(
+            "Previous",
+            key="tour_previous",
+            icon=":material/arrow_back:",
+            disabled=number == 1,
+            on_click=_go_to,
+            args=(number - 1,),
+            shortcut="left",
+            width="stretch",
+        )
+        forward.button(
+            "Next",
+            key="tour_next",
+            icon=":material/arrow_forward:",
+            disabled=number == len(tour.stops),
+            on_click=_go_to,
+            args=(number + 1,),
+            shortcut="right",
+            type="primary",
+            width="stretch",
+        )
+        leave.button("End the tour", key="tour_end", icon=":material/close:", on_click=_end, width="stretch")
+
+
+def _go_to(number: int) -> None:
+    st.session_state[_GO_TO] = number
+
+
+def _end() -> None:
+    linked.set_value(TOUR, NO_TOUR)
+
+
+def open_stop(name: str, tour: Tour, number: int) -> None:
+    """Open stop `number` of `tour`: its page, with its link's parameters and the tour's."""
+    stop = tour.stops[number - 1]
+    linked.set_value(STOP, number)
+    # The stop shows what its link says and defaults for the rest, as the link opened anew would: the view's
+    # other choices are forgotten (the text, the model and presentation style stay the session's own).
+    for key in set(st.query_params) - {key for key, _ in stop.query} - {*KEPT_ACROSS_STOPS, TOUR, STOP}:
+        linked.forget(key)
+    lesson = next(lesson for lesson in frame.LESSONS if lesson.name == stop.page)
+    # Streamlit refuses to write a link key that a widget of the page on screen is bound to (its tabs, when the
+    # stop is on the same page): such a widget is set through its session state instead.
+    bound = {key for key, value in stop.query if _refuses(key, value)}
+    for key, value in stop.query:
+        if key in bound:
+            st.session_state[key] = value
+    params = [(key, value) for key, value in stop.query if key not in bound]
+    st.switch_page(lesson.file, query_params=[*params, (TOUR, name), (STOP, str(number))])
+
+
+def _refuses(key: str, value: str) -> bool:
+    try:
+        st.query_params[key] = value
+    except StreamlitAPIException:
+        return True
+    return False
+
+
+# ----- starting one, in the sidebar ------------------------------------------------------------------------
+
+
+def show_picker() -> None:
+    """The sidebar's guided-tour section: choose a tour and start it, or give your own."""
+    offered = available()
+    with st.sidebar.expander("Guided tour", icon=":material/tour:"):
+        names = list(offered)
+        chosen = st.selectbox(
+            "Tour",
+            names,
+            format_func=lambda name: offered[name].title,
+            key="tour_choice",
+            help="Tours to take a class through the lessons",
+        )
+        if chosen is not None:
+            tour = offered[chosen]
+            if tour.description:
+                st.caption(visible(tour.description))
+            st.button("Start the tour", key="tour_start", icon=":material/play_arrow:", on_click=_start, args=(chosen,))
+        _your_own()
+        folder = os.environ.get(OPERATOR_VARIABLE)
+        for problem in operator_tours(folder)[1] if folder else ():
+            st.caption(escape_markdown(problem))
+
+
+def _start(name: str) -> None:
+    linked.set_value(TOUR, name)
+    st.session_state[_GO_TO] = 1
+
+
+def _your_own() -> None:
+    """Your own tour file: uploaded, or (on your own computer) named by its path; kept for this session."""
+    upload = st.file_uploader(
+        "Your own tour (a TOML file)", type=["toml"], key="tour_upload", help="See docs/teaching.md for the format"
+    )
+    path = (
+        ""
+        if hosting.current().hosted
+        else st.text_input("…or its path on this computer", key="tour_path", max_chars=4096)
+    )
+    if upload is None and not path.strip():
+        return
+    try:
+        if upload is not None:
+            if upload.size > tours.MAX_FILE_BYTES:
+                raise TourError(f"The file is larger than {tours.MAX_FILE_BYTES // 1000} kB: a tour needs far less.")
+            try:
+                text = upload.getvalue().decode("utf-8")
+            except UnicodeDecodeError:
+                raise TourError("The file is not text in UTF-8.") from None
+            yours = tours.read_tour(text, page_titles())
+        else:
+            yours = tours.read_tour_file(Path(path.strip()).expanduser(), page_titles())
+    except TourError as error:
+        st.error(visible(str(error)), icon=":material/error:")
+        return
+    st.session_state[_YOUR_TOUR] = yours
+    st.caption(f"Read “{visible(yours.title)}”: {len(yours.stops)} stop{'s' if len(yours.stops) != 1 else ''}.")
+    st.button("Start your tour", key="tour_start_yours", icon=":material/play_arrow:", on_click=_start, args=(YOURS,))

@@ -1,0 +1,179 @@
+"""Guided tours: the files a teacher writes (lessons.common.tours) and the bar that walks a class through
+them (lessons.common.ui.tour). Clicking and keying through a tour in a real browser: tests/browser/test_tours.py."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from harness.apptest import APP, TIMEOUT_SECONDS, assert_clean, open_page
+from lessons.common import tours
+from lessons.common.safe_text import escape_markdown
+from lessons.common.tours import TourError, read_tour
+from lessons.common.ui import tour as tour_ui
+
+PAGES = tour_ui.page_titles()
+GOOD = """
+title = "A short tour"
+
+[[stop]]
+link = "attention?att_source=toy"
+notes = "Scores first."
+
+[[stop]]
+title = "Heads"
+link = "/multihead?text=time+flies&mh_layer=2"
+"""
+
+
+def test_a_tour_file_reads_into_stops_with_their_pages_parameters_and_titles():
+    tour = read_tour(GOOD, PAGES)
+    assert tour.title == "A short tour"
+    first, second = tour.stops
+    assert (first.page, first.query, first.title, first.notes) == (
+        "attention",
+        (("att_source", "toy"),),
+        "Scaled dot-product attention",  # the lesson's own title when the stop has none
+        "Scores first.",
+    )
+    assert (second.page, second.query, second.title) == (
+        "multihead",
+        (("text", "time flies"), ("mh_layer", "2")),
+        "Heads",
+    )
+    assert second.link == "multihead?text=time+flies&mh_layer=2"
+
+
+def test_a_link_to_the_welcome_page_is_a_bare_query_or_home():
+    tour = read_tour('title = "t"\n[[stop]]\nlink = "?text=hi"\n[[stop]]\nlink = "home"', PAGES)
+    assert [stop.page for stop in tour.stops] == ["home", "home"]
+    assert tour.stops[0].link == "?text=hi"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('title = "t"\n[[stop]\nlink = "attention"', "not valid TOML"),
+        ('title = "t"', "no stops"),
+        ('[[stop]]\nlink = "attention"', 'needs a title = "…"'),
+        ('title = "  "\n[[stop]]\nlink = "attention"', "its title is empty"),
+        ('title = "t"\n[[stop]]\nnotes = "no link"', "Stop 1 needs a link"),
+        ('title = "t"\n[[stop]]\nlink = "https://example.com/attention"', "is a web address"),
+        ('title = "t"\n[[stop]]\nlink = "javascript:alert(1)"', "is a web address"),
+        (
+            'title = "t"\n[[stop]]\nlink = "attention"\n[[stop]]\nlink = "nowhere?x=1"',
+            "Stop 2: “nowhere” is not a page",
+        ),
+        ('title = "t"\n[[stop]]\nlink = "attention?stop=3"', "sets “stop”, which the tour itself uses"),
+        ('title = "t"\n[[stop]]\nlink = "attention"\nnote = "typo"', "a key “note” that tours do not use"),
+        ('title = 3\n[[stop]]\nlink = "attention"', "must be text in quotes, not int"),
+        ('title = "t"\nstop = "attention"', "no stops"),
+        ('title = "t"\nstop = ["attention"]', "Stop 1 is not a table"),
+        ('title = "t"\n[[stop]]\nlink = "attention"\nnotes = "' + "x" * 5000 + '"', "at most 4,000 are read"),
+        ("x" * 200_000, "larger than 100 kB"),
+    ],
+)
+def test_a_malformed_tour_file_is_refused_with_what_and_where(text, message):
+    with pytest.raises(TourError, match=message):
+        read_tour(text, PAGES)
+
+
+def test_every_shipped_tour_reads_and_the_default_one_visits_every_lesson_in_order():
+    shipped = tours.shipped_tours(PAGES)
+    assert list(shipped)[0] == "default"
+    default = shipped["default"]
+    assert list(dict.fromkeys(stop.page for stop in default.stops)) == list(PAGES)
+
+
+@pytest.mark.parametrize(
+    ("name", "number"),
+    [(name, number) for name, tour in tours.shipped_tours(PAGES).items() for number in range(1, len(tour.stops) + 1)],
+)
+def test_every_stop_of_a_shipped_tour_opens_its_view_with_every_parameter_used(name, number):
+    stop = tours.shipped_tours(PAGES)[name].stops[number - 1]
+    app = open_page(f"pages/{stop.page}.py", query={**dict(stop.query), "tour": name, "stop": str(number)})
+    assert_clean(app)
+    assert not [item.value for item in app.warning if "cannot be used" in item.value], "a parameter the page refused"
+    for key, value in stop.query:
+        assert app.query_params[key] == value, f"{key} is not what the stop's link says"
+    (progress,) = app.get("progress")
+    assert f"stop {number} of" in progress.proto.text
+
+
+def test_the_bar_moves_to_the_next_stop_with_its_parameters_and_back():
+    app = open_page("pages/tokenization.py", query={"tour": "default", "stop": "2"})
+    assert app.button(key="tour_previous").proto.disabled is False
+    app.button(key="tour_next").click().run()
+    assert_clean(app)
+    assert app.query_params["stop"] == "3" and app.query_params["tok_tab"] == "Tokens → vectors"
+    app.button(key="tour_previous").click().run()
+    assert app.query_params["stop"] == "2"
+    assert "tok_tab" not in app.query_params, "the previous stop's link names no tab: the default one opens"
+
+
+def test_the_first_stop_has_no_previous_and_the_last_no_next():
+    first = open_page("pages/home.py", query={"tour": "default", "stop": "1"})
+    assert first.button(key="tour_previous").proto.disabled and not first.button(key="tour_next").proto.disabled
+    last_number = len(tours.shipped_tours(PAGES)["default"].stops)
+    last = open_page("pages/language_model.py", query={"tour": "default", "stop": str(last_number)})
+    assert last.button(key="tour_next").proto.disabled
+
+
+def opened_link(query: dict[str, str]) -> AppTest:
+    """The app's first run on a link (the welcome page): a link's notices are shown in the run that reads it."""
+    app = AppTest.from_file(APP, default_timeout=TIMEOUT_SECONDS)
+    for key, value in query.items():
+        app.query_params[key] = value
+    return app.run()
+
+
+def test_a_link_to_a_tour_or_stop_that_does_not_exist_says_so_and_shows_no_bar():
+    app = opened_link({"tour": "<b>nope</b>", "stop": "2"})
+    assert_clean(app)
+    assert any("no such tour" in item.value and "\\<b\\>nope" in item.value for item in app.warning)
+    assert not app.get("progress")
+    app = opened_link({"tour": "default", "stop": "99"})
+    assert any("1 to 12" in item.value for item in app.warning)
+    assert "stop 1 of 12" in app.get("progress")[0].proto.text
+
+
+def test_a_hostile_tour_file_given_by_path_is_shown_literally(tmp_path):
+    path = tmp_path / "hostile.toml"
+    path.write_text(
+        'title = "<img src=x onerror=alert(1)> **bold**"\n[[stop]]\nlink = "attention"\n'
+        'notes = "[click](http://127.0.0.1:9/) <script>alert(1)</script> $x^2$"\n',
+        encoding="utf-8",
+    )
+    app = open_page("pages/home.py")
+    app.sidebar.text_input(key="tour_path").input(str(path)).run()
+    assert_clean(app)
+    assert any("2 stops" in item.value or "1 stop" in item.value for item in app.sidebar.caption)
+    app.sidebar.button(key="tour_start_yours").click().run()
+    assert_clean(app)
+    bar = "\n".join(item.value for item in app.main.markdown)
+    assert "\\[click\\]\\(http" in bar and "\\<script\\>" in bar and "\\$x^2\\$" in bar.replace("\\^", "^")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [("title = [", "not valid TOML"), (None, "There is no tour file at")],
+)
+def test_a_tour_path_that_cannot_be_used_gets_a_clear_message(tmp_path, content, message):
+    path = tmp_path / "tour.toml"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    app = open_page("pages/home.py")
+    app.sidebar.text_input(key="tour_path").input(str(path)).run()
+    assert_clean(app)
+    assert any(message in item.value for item in app.sidebar.error)
+
+
+def test_the_operator_offers_a_folder_of_tours_and_names_the_files_it_cannot_use(tmp_path, monkeypatch):
+    (tmp_path / "week-1.toml").write_text('title = "Week one"\n[[stop]]\nlink = "causal"\n', encoding="utf-8")
+    (tmp_path / "broken.toml").write_text('title = "Broken"\n', encoding="utf-8")
+    monkeypatch.setenv(tour_ui.OPERATOR_VARIABLE, str(tmp_path))
+    app = open_page("pages/home.py", query={"tour": "week-1"})
+    assert_clean(app)
+    assert "Week one" in app.get("progress")[0].proto.text
+    problem = escape_markdown("broken.toml: The file has no stops")
+    assert any(problem in item.value for item in app.sidebar.caption)

@@ -1,0 +1,127 @@
+"""The language-model lesson's exercises: which token SmolLM2 writes next after the learner's text, and how much of
+one head's attention rests on the first token. Answers are checked against SmolLM2 run another way (greedy
+generation, a fully traced forward), and the page shows none of them before Check."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from anatomy.generation import generate
+from harness.apptest import HOSTILE_TEXTS, answer_exercise, assert_clean, chart_keys, exercise_field, open_exercise
+from harness.apptest import payload as sent
+from harness.hostile import problems_after
+from lessons.language_model import exercises, reading
+
+pytestmark = pytest.mark.slow  # every test runs SmolLM2 (seconds each)
+
+PAGE = "pages/language_model.py"
+PROMPT = "The capital of France is"  # SmolLM2: " Paris" 0.773
+PROVERB = "time flies like an arrow"  # SmolLM2: "," 0.243
+
+
+def runs_on(chat, text: str) -> tuple[reading.ModelTokens, exercises.PageRuns]:
+    """The text's tokens and the runs the page would hand the exercises, computed here without its caches."""
+    tokens = reading.text_tokens(chat, text)
+    model = reading.decoder_of(chat)
+    return tokens, exercises.PageRuns(
+        candidates=lambda: reading.top_candidates(reading.next_token_probabilities(model, tokens.ids), 20),
+        attention=lambda layer: reading.layer_attention(model, tokens.ids, layer),
+    )
+
+
+def as_typed(option: str) -> str:
+    """A radio option as the learner picks it: AppTest reads options as shown, markdown escapes included."""
+    return re.sub(r"\\(.)", r"\1", option)
+
+
+def greedy_next_piece(chat, text: str) -> str:
+    model, ids = reading.decoder_of(chat), chat.encode(text)
+    written = generate(model, reading.as_batch(ids, model), 1)[0, len(ids)]
+    return reading.piece_of(chat, int(written))
+
+
+def traced_first_token_share(chat, text: str) -> float:
+    """Layer 18, head 0 of a fully traced forward: the first token's weight, averaged over queries 1 … T − 1."""
+    model, ids = reading.decoder_of(chat), chat.encode(text)
+    with torch.no_grad():
+        trace = model(reading.as_batch(ids, model), trace=True).recorded_trace
+    weights = trace.layers[exercises.SINK_LAYER].attention.weights[0, exercises.SINK_HEAD].double()  # (T, T)
+    return float(weights[1:, 0].sum() / (len(ids) - 1))
+
+
+def test_an_even_spread_gives_query_t_one_over_t_plus_one_of_the_first_token():
+    assert reading.even_first_token_share(5) == pytest.approx((1 / 2 + 1 / 3 + 1 / 4 + 1 / 5) / 4)
+    assert reading.even_first_token_share(2) == 0.5
+
+
+def test_the_next_token_is_the_one_greedy_generation_writes_among_five_options_in_alphabetical_order(chat):
+    exercise = exercises.next_token(chat, *runs_on(chat, PROMPT))
+    assert exercise.answer == greedy_next_piece(chat, PROMPT) == "·Paris"
+    assert exercise.options == ("·Le", "·London", "·New", "·Paris", "·the")  # not by probability: no hint
+    assert "“The capital of France is”" in exercise.question
+    assert "a probability of 0.773" in exercise.explanation and "` ·the ` 0.065" in exercise.explanation
+    other = exercises.next_token(chat, *runs_on(chat, PROVERB))
+    assert other.answer == greedy_next_piece(chat, PROVERB) == ","
+    assert other.options != exercise.options and other.question != exercise.question
+    (bars,) = exercise.figure().data
+    assert bars.y[0] == "1. ·Paris" and bars.marker.color[0] != bars.marker.color[1]  # the answer drawn darker
+
+
+def test_the_first_tokens_share_is_the_traced_models_and_follows_the_text(chat):
+    exercise = exercises.first_token_share(chat, *runs_on(chat, PROMPT))
+    expected = traced_first_token_share(chat, PROMPT)
+    assert exercise.answer == pytest.approx(expected, abs=1e-5) and exercise.answer == pytest.approx(0.87, abs=0.01)
+    assert exercise.is_right(round(expected, 2)) and exercise.is_right(expected + 0.049)
+    assert not exercise.is_right(expected + 0.051) and not exercise.is_right(expected - 0.051)
+    assert "Averaged over those 4 tokens" in exercise.question and "` The `" in exercise.question
+    assert "0.32 on average over your text" in exercise.explanation  # (1/2 + 1/3 + 1/4 + 1/5) / 4
+    other = exercises.first_token_share(chat, *runs_on(chat, PROVERB))
+    assert other.answer == pytest.approx(traced_first_token_share(chat, PROVERB), abs=1e-5)
+    assert abs(other.answer - exercise.answer) > 0.1  # 0.67 on the proverb
+    figure = exercise.figure()
+    (frame,) = figure.layout.shapes
+    assert (frame.x0, frame.x1, frame.yref) == (-0.5, 0.5, "y domain")  # around the first column, top to bottom
+    assert "averages 0.87" in figure.layout.title.subtitle.text  # a long title goes on in the subtitle
+
+
+def test_a_text_of_one_token_has_no_query_to_average_and_no_text_nothing_to_ask(chat):
+    tokens, runs = runs_on(chat, "Hello")
+    assert len(tokens) == 1 and exercises.first_token_share(chat, tokens, runs) is None
+    assert exercises.next_token(chat, None, runs) is None
+
+
+def test_the_page_holds_back_its_tabs_until_check_then_reveals_the_next_token_with_its_figure():
+    app = open_exercise(PAGE, "next-token", text=PROMPT)
+    assert_clean(app)
+    assert exercise_field(app).options == ["·Le", "·London", "·New", "·Paris", "·the"]
+    assert not app.tabs and chart_keys(app) == [], "the next-token bars would give the answer away"
+    assert "0.773" not in sent(app) and "greedy decoding always writes" not in sent(app)
+    app = answer_exercise(app, "·the")
+    assert_clean(app)
+    assert [item.value for item in app.error] == ["You answered ·the; the answer is ·Paris."]
+    assert "greedy decoding always writes" in sent(app)
+    assert len(chart_keys(app)) == 2 and chart_keys(app)[-1] == "lm_next"  # the reveal's bars, then the tab's
+
+
+def test_the_right_share_of_the_first_token_is_marked_right_on_the_page(chat):
+    app = open_exercise(PAGE, "first-token", text=PROMPT)
+    assert_clean(app)
+    assert not app.tabs and "attention sink" not in sent(app)
+    expected = traced_first_token_share(chat, PROMPT)
+    app = answer_exercise(app, round(expected, 2))
+    assert_clean(app)
+    assert len(app.success) == 1 and app.success[0].value.startswith(f"Right: {expected:.2f}".replace(".", "\\."))
+    assert "attention sink" in sent(app) and app.tabs
+
+
+@pytest.mark.parametrize("name", HOSTILE_TEXTS)
+def test_hostile_text_is_quoted_literally_in_the_question_and_the_reveal(name):
+    hostile = HOSTILE_TEXTS[name]
+    app = open_exercise(PAGE, "next-token", text=hostile)
+    assert problems_after(app, hostile) == []
+    app = answer_exercise(app, as_typed(exercise_field(app).options[0]))
+    assert problems_after(app, hostile) == []
+    assert app.success or app.error
