@@ -93,8 +93,11 @@ class Walk:
         for number in range(1, num_steps + 1):
             action = self.take_a_step()
             self.steps.append(Step(number, action))
-            self.settle()
-            found = self.check()
+            try:
+                self.settle()
+                found = self.check()
+            except Exception as error:  # the step list makes any failure replayable, not only a found problem
+                raise AssertionError(f"{error}\n{self.report()}") from error
             if found:
                 self.problems.extend(found)
                 break
@@ -160,7 +163,10 @@ class Walk:
         pickers = self.visible('[data-testid="stSelectbox"]')
         for picker in self.random.sample(pickers, min(at_most, len(pickers))):
             shown = self.selectbox_value(picker)
-            picker.locator('button[aria-label="Open"]').first.click()
+            try:
+                picker.locator('button[aria-label="Open"]').first.click()
+            except PlaywrightTimeoutError:  # the picker went away under the click (the page moved on): not read
+                continue
             options = self.options_open()
             self.page.keyboard.press("Escape")
             if options and shown and shown not in options:
@@ -364,7 +370,10 @@ class Walk:
     def press_button(self) -> str | None:
         buttons = [
             button
-            for button in self.visible('[data-testid="stButton"] button, [data-testid="stBaseButton-secondary"]')
+            for button in self.visible(
+                '[data-testid="stButton"] button, [data-testid="stBaseButton-secondary"], '
+                '[data-testid="stFormSubmitButton"] button'  # an exercise's Check
+            )
             if button.is_enabled() and not self.name_of(button).startswith(SKIPPED_BUTTONS)
         ]
         button = self.pick(buttons)

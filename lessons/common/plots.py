@@ -137,6 +137,13 @@ def with_larger_text(figure: go.Figure, factor: float) -> go.Figure:
     larger = go.Figure(figure)
     base = float(larger.layout.font.size or 13)  # 13: FONT's size, the template's
     larger.update_layout(font_size=round(base * factor))
+    # Room for the larger text: the margins (where titles, legends and colour bars sit) and the height grow too.
+    margin = larger.layout.margin
+    for side in ("l", "r", "t", "b"):
+        if getattr(margin, side) is not None:
+            setattr(margin, side, round(getattr(margin, side) * factor))
+    if larger.layout.height is not None:
+        larger.layout.height = round(larger.layout.height * factor)
     for path in _explicit_font_sizes(larger.layout.to_plotly_json()):
         _scale_at(larger.layout, path, factor)
     for trace in larger.data:

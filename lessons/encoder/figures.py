@@ -112,7 +112,7 @@ def attention_overview(
         "mean weight" if size < len(tokens) else "weight",
         ".3f",
     )
-    figure.update_traces(colorbar_title_text="weight")
+    figure.update_traces(colorbar_title_text="weight", colorbar_title_side="right")  # clear of the ticks
     middle = size // 2
     figure.update_xaxes(
         tickvals=[column_labels[head * stride + middle] for head in range(num_heads)],
@@ -166,7 +166,7 @@ def attention_map(
         row_title="query (attending)",
         column_title="key (attended to)",
     )
-    figure.update_traces(colorbar_title_text="weight")
+    figure.update_traces(colorbar_title_text="weight", colorbar_title_side="right")  # clear of the ticks
     row_pixels = 16 if len(key_tokens) <= 64 else 12
     return _styled_with_top_axis(figure, title, height=max(180 + row_pixels * len(query_tokens), 320))
 
@@ -489,27 +489,24 @@ def block_parameters_chart(blocks: dict[str, dict[str, int]], title: str = "") -
     """One stacked bar per block (named by the keys of `blocks`): its parameters part by part, as
     `analysis.block_parameters` counts them, with the block's total at the end of its bar."""
     parts = list(dict.fromkeys(part for counts in blocks.values() for part in counts))
-    names = list(blocks)
+    # The total is written in the bar's own label: an annotation beyond the bar's end is cut off on a phone.
+    labels = {name: f"{name}: {sum(counts.values()):,}" for name, counts in blocks.items()}
     figure = go.Figure(
         [
             go.Bar(
-                y=names,
-                x=[blocks[name].get(part, 0) for name in names],
+                y=[labels[name] for name in blocks],
+                x=[counts.get(part, 0) for counts in blocks.values()],
                 orientation="h",
                 name=part,
                 marker_color=PART_COLORS.get(part, OTHER_PART_COLOR),
-                text=[f"{blocks[name][part]:,}" if blocks[name].get(part) else "" for name in names],
+                text=[f"{counts[part]:,}" if counts.get(part) else "" for counts in blocks.values()],
                 textposition="inside",
                 hovertemplate=f"%{{y}}<br>{part}: %{{x:,}} parameters<extra></extra>",
             )
             for part in parts
         ]
     )
-    for name in names:
-        total = sum(blocks[name].values())
-        figure.add_annotation(x=total, y=name, text=f"<b>{total:,}</b>", xanchor="left", showarrow=False, xshift=6)
-    largest = max(sum(counts.values()) for counts in blocks.values())
-    figure.update_layout(barmode="stack", legend=dict(orientation="h", x=0, y=-0.25))
-    figure.update_xaxes(title="parameters", range=[0, largest * 1.25])  # room for the totals
+    # The legend below the bars, without an axis title there for it to run into (the title names the unit).
+    figure.update_layout(barmode="stack", legend=dict(orientation="h", x=0, y=-0.12, yanchor="top"))
     figure.update_yaxes(type="category", autorange="reversed")
-    return style(figure, title, height=190 + 60 * len(names))
+    return style(figure, title, height=230 + 60 * len(blocks))

@@ -136,7 +136,8 @@ def _ring(figure: go.Figure, x: float, y: float, name: str) -> None:
             hovertemplate=f"{written}<extra></extra>",
         )
     )
-    figure.add_annotation(x=x, y=y, text=written, showarrow=True, arrowhead=0, ax=40, ay=-30)
+    # Below and to the right of the point: the top edge holds the "p = …" label of the position's line.
+    figure.add_annotation(x=x, y=y, text=written, showarrow=True, arrowhead=0, ax=40, ay=40)
 
 
 def encoding_heatmap(encoding, title: str = "", subtitle: str = "", max_cells: int = MAX_HEATMAP_CELLS) -> go.Figure:

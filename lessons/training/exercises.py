@@ -45,7 +45,7 @@ def starting_loss(recipe: Recipe, seed: int) -> Exercise:
         figure=lambda: figures.first_bets_figure(
             bets.tokens,
             bets.probabilities.tolist(),
-            f"Your fresh {_name(recipe)}'s bets before step 1: loss {bets.loss:.3f}; ln {vocabulary} = {chance:.3f}",
+            f"Bets before step 1<br>loss {bets.loss:.3f}, ln {vocabulary} = {chance:.3f}",  # two lines fit a phone
         ),
     )
 

@@ -55,7 +55,7 @@ def test_the_reveal_sets_the_seeds_own_first_loss_beside_ln_30():
     figure = other.figure()
     assert list(figure.data[0].x[:4]) == ["&lt;pad&gt;", "&lt;bos&gt;", "&lt;eos&gt;", "="]  # shown, not read as HTML
     assert figure.layout.shapes[0].y0 == pytest.approx(1 / 30)
-    assert f"loss {measured:.3f}; ln 30 = 3.401" in figure.layout.title.text
+    assert f"loss {measured:.3f}, ln 30 = 3.401" in figure.layout.title.subtitle.text
 
 
 @pytest.mark.parametrize(("recipe", "total", "tolerance"), [(SORTER, 103_232, 10_000), (REVERSER, 89_088, 9_000)])
