@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 import plotly.graph_objects as go
 
-from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, as_array, safe_label, style
+from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, as_array, cell_frame, safe_label, style
 
 ScoreStage = Literal["raw", "scaled", "weights"]
 SIGNIFICANT_DIGITS = 4  # what a reader can compare by eye; fewer bytes per cell for long texts
@@ -150,15 +150,7 @@ def score_matrix(
     )
     _label_axes(figure, "query", "key", len(rows), len(columns))
     if highlight is not None:
-        row, column = highlight
-        figure.add_shape(
-            type="rect",
-            x0=column - 0.5,
-            x1=column + 0.5,
-            y0=row - 0.5,
-            y1=row + 0.5,
-            line=dict(color=HIGHLIGHT_COLOUR, width=3),
-        )
+        figure.add_shape(cell_frame(*highlight, HIGHLIGHT_COLOUR))
     return _fit_height(style(figure, title or _STAGE_TITLES[stage]), len(rows))
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, as_array, safe_label, style
+from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, as_array, cell_frame, safe_label, style
 
 MINUS_INFINITY = "−∞"
 ALLOWED, FORBIDDEN = "✓", "✗"
@@ -329,7 +329,7 @@ def weights_figure(
     figure = go.Figure(_weights_trace(values, names, show, "coloraxis"))
     figure.update_layout(coloraxis=_weight_scale())
     if marked is not None:
-        figure.add_shape(_cell_frame(*marked))
+        figure.add_shape(cell_frame(*marked, MARK_COLOUR, width=4))
     if show:
         _record_numbers(figure, needed)
     return _finish(figure, names, title)
@@ -344,20 +344,6 @@ def mask_figure(mask, labels: Sequence[str], title: str = "", positions: Sequenc
     if show:
         _record_numbers(figure, glyphs_px)
     return _finish(figure, names, title)
-
-
-def _cell_frame(row: int, column: int) -> dict:
-    """A thick frame around one cell of a heatmap on category axes (cell k spans k − 0.5 … k + 0.5)."""
-    return dict(
-        type="rect",
-        xref="x",
-        yref="y",
-        x0=column - 0.5,
-        x1=column + 0.5,
-        y0=row - 0.5,
-        y1=row + 0.5,
-        line=dict(color=MARK_COLOUR, width=4),
-    )
 
 
 def compare_figure(panels: Sequence[Panel], title: str = "", show_values: bool | None = None) -> go.Figure:

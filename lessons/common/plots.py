@@ -177,3 +177,17 @@ def _scaled(size, factor: float):
     if isinstance(size, int | float):
         return round(size * factor)
     return [round(each * factor) for each in size]  # a size per point
+
+
+def cell_frame(row: int, column: int, colour: str, width: int = 3) -> dict:
+    """A frame around one cell of a heatmap on category axes (cell k spans k − 0.5 … k + 0.5), for add_shape."""
+    return dict(
+        type="rect",
+        xref="x",
+        yref="y",
+        x0=column - 0.5,
+        x1=column + 0.5,
+        y0=row - 0.5,
+        y1=row + 0.5,
+        line=dict(color=colour, width=width),
+    )

@@ -57,19 +57,9 @@ def loss_curve(
             )
         )
     if chance_loss is not None:
-        figure.add_hline(y=chance_loss, line=dict(color=CHANCE_COLOUR, dash="dash", width=1.5))
         # On a log axis plotly places an annotation at the log10 of its y (a shape at y itself): given 3.4, the
         # label stood at 10^3.4 ≈ 2500, far above its line, and stretched the axis up to it.
-        figure.add_annotation(
-            text=f"guessing: {chance_loss:.2f}",
-            x=1,
-            xref="x domain",
-            xanchor="right",
-            y=math.log10(chance_loss),
-            yref="y",
-            yanchor="bottom",
-            showarrow=False,
-        )
+        chance_line(figure, chance_loss, f"guessing: {chance_loss:.2f}", label_y=math.log10(chance_loss))
     figure.update_xaxes(title="training step", range=[0, max(planned_steps, len(values), 1) + 1])
     drawn = (values, [] if smoothed is None else smoothed, [] if chance_loss is None else [chance_loss])
     figure.update_yaxes(title="loss (cross-entropy, log scale)", type="log", range=log_axis_range(*drawn))
@@ -105,16 +95,7 @@ def first_bets_figure(tokens: Sequence[str], probabilities: Sequence[float], tit
         )
     )
     even = 1 / len(values)
-    figure.add_hline(y=even, line=dict(color=CHANCE_COLOUR, dash="dash", width=1.5))
-    figure.add_annotation(
-        text=f"an even bet: 1/{len(values)} = {even:.4f}",
-        x=1,
-        xref="x domain",
-        xanchor="right",
-        y=even,
-        yanchor="bottom",
-        showarrow=False,
-    )
+    chance_line(figure, even, f"an even bet: 1/{len(values)} = {even:.4f}", label_y=even)
     figure.update_xaxes(type="category", title="token", tickangle=-60)
     figure.update_yaxes(title="probability, averaged over the answer letters", range=[0, max(values.max(), even) * 1.4])
     return style(figure, title, height=360)
@@ -138,3 +119,12 @@ def parameters_figure(parts: Mapping[str, int], title: str = "") -> go.Figure:
     figure.update_xaxes(title="parameters", range=[0, max(count for _, count in ordered) * 1.25])
     figure.update_yaxes(type="category", automargin=True)
     return style(figure, title, height=int(120 + 34 * len(ordered)))
+
+
+def chance_line(figure: go.Figure, y: float, text: str, label_y: float) -> None:
+    """The dashed line of a guess that knows nothing, labelled at the plot's right end (`label_y` is where the
+    label goes in the axis's own units: log10(y) on a log axis)."""
+    figure.add_hline(y=y, line=dict(color=CHANCE_COLOUR, dash="dash", width=1.5))
+    figure.add_annotation(
+        text=text, x=1, xref="x domain", xanchor="right", y=label_y, yref="y", yanchor="bottom", showarrow=False
+    )
