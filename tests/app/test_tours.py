@@ -177,3 +177,13 @@ def test_the_operator_offers_a_folder_of_tours_and_names_the_files_it_cannot_use
     assert "Week one" in app.get("progress")[0].proto.text
     problem = escape_markdown("broken.toml: The file has no stops")
     assert any(problem in item.value for item in app.sidebar.caption)
+
+
+def test_a_link_naming_only_the_tour_and_a_stop_opens_that_stops_own_view():
+    app = opened_link({"tour": "attention-in-one-lecture", "stop": "4"})  # the welcome page's address
+    assert_clean(app)
+    stop = tours.shipped_tours(PAGES)["attention-in-one-lecture"].stops[3]
+    for key, value in stop.query:
+        assert app.query_params[key] == value
+    assert [title.value for title in app.title] == ["Multi-head comparison"]
+    assert "stop 4 of 6" in app.get("progress")[0].proto.text

@@ -142,6 +142,13 @@ def unpublish(key: str) -> None:
     st.query_params.pop(key, None)
 
 
+def is_news(key: str) -> bool:
+    """Whether the link holds a value for `key` that this session did not write there itself: a pasted link,
+    or a tour's next stop."""
+    raw = st.query_params.get(key)
+    return raw is not None and raw != st.session_state.get(_PUBLISHED, {}).get(key)
+
+
 def forget(key: str) -> None:
     """Forget this session's choice for `key`: its next draw takes the link's value, or else the default."""
     st.session_state.setdefault(_PUBLISHED, {}).pop(key, None)

@@ -72,6 +72,7 @@ def show_bar(page: str) -> None:
     """While a tour runs: where in it we are, the stop's notes, and the way to the stops around it.
     app.py calls this before the lesson, so the bar is the first thing on the page."""
     offered = available()
+    pasted = linked.is_news(TOUR) or linked.is_news(STOP)  # binding them marks them as read
     name = linked.bind(
         TOUR, NO_TOUR, fits=lambda value: value == NO_TOUR or value in offered, requirement="no such tour"
     )
@@ -86,9 +87,11 @@ def show_bar(page: str) -> None:
     going_to = st.session_state.pop(_GO_TO, None)
     if going_to is not None:
         open_stop(name, tour, going_to)
+    stop = tour.stops[number - 1]
+    if pasted and (stop.page != page or any(key not in st.query_params for key, _ in stop.query)):
+        open_stop(name, tour, number)  # a link that names only the tour and the stop opens the stop's own view
     linked.publish(TOUR, name)
     linked.publish(STOP, number)
-    stop = tour.stops[number - 1]
     with st.container(border=True, key="tour_bar"):
         st.progress(number / len(tour.stops), text=f"Tour: {visible(tour.title)} · stop {number} of {len(tour.stops)}")
         st.markdown(f"**{visible(stop.title)}**" + (f"  \n{visible(stop.notes)}" if stop.notes else ""))
