@@ -70,3 +70,21 @@ def test_an_exercise_is_answered_and_revealed_with_its_figure(app):
     app.wait_until_painted(min_plots=2)
     app.screenshot("exercise-revealed")
     assert not app.exceptions() and app.layout_problems() == []
+
+
+def test_an_exercise_is_answered_with_the_keyboard_alone(app):
+    """Tab to the choices, arrow keys to choose, Tab to Check, Enter: no mouse."""
+    app.open("multihead", text="time flies like an arrow", exercise="previous")
+    app.page.get_by_text("Which of the 12 heads").click()  # a place on the page, before the answer field
+    for _ in range(10):  # Tab until a choice has the keyboard
+        app.page.keyboard.press("Tab")
+        if app.page.evaluate("() => document.activeElement.type === 'radio'"):
+            break
+    assert app.page.evaluate("() => document.activeElement.type === 'radio'"), "Tab never reached the choices"
+    for _ in range(2):  # head 0 → head 2: the previous-token head of layer 0 on this text
+        app.page.keyboard.press("ArrowRight")
+    app.page.keyboard.press("Tab")
+    assert app.page.evaluate("() => document.activeElement.innerText.trim().endsWith('Check')")
+    app.page.keyboard.press("Enter")
+    app.page.get_by_text("Right: head 2.").wait_for()
+    app.wait_until_painted(min_plots=1)
