@@ -125,7 +125,7 @@ def encoding_value(positions_in_text: int, width: int, base: float, shown: int) 
         figure=lambda: dimension_curves(
             table,
             [dimension],
-            f"Dimension {dimension} of the sinusoidal encoding, d = {width}, base = {base:g}",
+            f"Dimension {dimension} of the sinusoidal encoding<br>d = {width}, base = {base:g}",  # fits a phone
             positions_in_text=positions_in_text,
             marked=(position, dimension),
         ),
