@@ -112,7 +112,7 @@ def attention_overview(
         "mean weight" if size < len(tokens) else "weight",
         ".3f",
     )
-    figure.update_traces(colorbar_title_text="weight", colorbar_title_side="right")  # clear of the ticks
+    figure.update_traces(colorbar_title_text="weight")
     middle = size // 2
     figure.update_xaxes(
         tickvals=[column_labels[head * stride + middle] for head in range(num_heads)],
@@ -166,7 +166,7 @@ def attention_map(
         row_title="query (attending)",
         column_title="key (attended to)",
     )
-    figure.update_traces(colorbar_title_text="weight", colorbar_title_side="right")  # clear of the ticks
+    figure.update_traces(colorbar_title_text="weight")
     row_pixels = 16 if len(key_tokens) <= 64 else 12
     return _styled_with_top_axis(figure, title, height=max(180 + row_pixels * len(query_tokens), 320))
 
