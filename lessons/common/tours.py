@@ -31,6 +31,7 @@ MAX_STOPS = 200
 MAX_TITLE_CHARACTERS = 120
 MAX_NOTES_CHARACTERS = 4_000
 MAX_LINK_CHARACTERS = 16_000
+TOO_LARGE = f"The file is larger than {MAX_FILE_BYTES // 1000} kB: a tour needs far less."
 TOUR_KEYS = {"title", "description", "stop"}
 STOP_KEYS = {"title", "link", "notes"}
 
@@ -64,7 +65,7 @@ def read_tour(text: str, pages: dict[str, str]) -> Tour:
     """The tour a TOML text describes. `pages` maps each lesson's name to its title (the stops' default
     titles). Raises TourError naming the first problem found."""
     if len(text.encode("utf-8")) > MAX_FILE_BYTES:
-        raise TourError(f"The file is larger than {MAX_FILE_BYTES // 1000} kB: a tour needs far less.")
+        raise TourError(TOO_LARGE)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -85,7 +86,7 @@ def read_tour_file(path: Path, pages: dict[str, str]) -> Tour:
     """The tour in the file at `path` (TourError if it cannot be read or used)."""
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
-            raise TourError(f"The file is larger than {MAX_FILE_BYTES // 1000} kB: a tour needs far less.")
+            raise TourError(TOO_LARGE)
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise TourError(f"There is no tour file at {path}.") from None

@@ -204,8 +204,8 @@ def _your_own() -> None:
         return
     try:
         if upload is not None:
-            if upload.size > tours.MAX_FILE_BYTES:
-                raise TourError(f"The file is larger than {tours.MAX_FILE_BYTES // 1000} kB: a tour needs far less.")
+            if upload.size > tours.MAX_FILE_BYTES:  # said before decoding what may be a large binary file
+                raise TourError(tours.TOO_LARGE)
             try:
                 text = upload.getvalue().decode("utf-8")
             except UnicodeDecodeError:
