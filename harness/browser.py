@@ -83,7 +83,8 @@ HEATMAP_ROWS = """(index) => {
 # the numbers printed inside heatmap cells. Each label is taken as the quadrilateral its glyphs fill on screen
 # (rotated tick labels are rotated boxes, not the larger upright boxes around them); two labels overlap when
 # they share more than 2 px across every direction; a label is drawn over a plot when it enters a plot area,
-# and cut off when it sticks out of its chart. Streamlit's own labels are cut off when they end in an ellipsis.
+# and cut off when it sticks out of its chart. Streamlit's own labels are cut off when they end in an ellipsis,
+# and a displayed formula is cut off when it is wider than its box.
 LAYOUT_PROBLEMS = (Path(__file__).parent / "layout_problems.js").read_text(encoding="utf-8")
 
 

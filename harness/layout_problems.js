@@ -62,6 +62,12 @@
       problems.push(`the label "${node.textContent.trim()}" is cut off (${node.clientWidth} of ${node.scrollWidth} px shown)`);
     }
   }
+  for (const node of document.querySelectorAll('.katex-display')) {  // KaTeX's last glyph may overhang 2 px
+    if (node.scrollWidth > node.clientWidth + TOLERANCE && node.getBoundingClientRect().width > 0) {
+      const formula = node.querySelector('annotation')?.textContent.trim().slice(0, 60) ?? '';
+      problems.push(`the formula "${formula}" is wider than its box (${node.clientWidth} of ${node.scrollWidth} px shown)`);
+    }
+  }
   const main = document.querySelector('[data-testid="stMain"]');
   if (main && main.scrollWidth > main.clientWidth + 1) {
     problems.push(`the page scrolls sideways (${main.scrollWidth} px of content in a ${main.clientWidth} px window)`);

@@ -58,7 +58,10 @@ EMBEDDINGS_INTRO = (
     "normalised) are used directly as queries, keys and values, with no projections. A vector "
     "always agrees best with itself, so watch the diagonal."
 )
-HEAD_PROJECTION = r"Q = X W_Q^{(h)} + b_Q^{(h)},\quad K = X W_K^{(h)} + b_K^{(h)},\quad V = X W_V^{(h)} + b_V^{(h)}"
+HEAD_PROJECTION = (  # one line each: side by side they run past a phone's width
+    r"\begin{aligned} Q &= X W_Q^{(h)} + b_Q^{(h)} \\ K &= X W_K^{(h)} + b_K^{(h)} \\ "
+    r"V &= X W_V^{(h)} + b_V^{(h)} \end{aligned}"
+)
 # Where a head's steps come from, as the exercises name it after "In".
 TOY_ABOUT = "the “I love mathematics” example"
 TOY_EDITED = "the “I love mathematics” example, with your edits"

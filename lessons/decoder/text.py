@@ -104,10 +104,10 @@ lengths share a batch, a padding mask still hides the source's [PAD] columns.)
 """
 CROSS_ATTENTION = "**3 · Cross-attention.**" + CROSS_TEXT
 
-CROSS_FORMULA = (
-    r"Q = H_{\text{dec}}\,W_Q \in \mathbb{R}^{T\times d},\quad K = H_{\text{enc}}\,W_K,\ "
-    r"V = H_{\text{enc}}\,W_V \in \mathbb{R}^{S\times d},\quad "
-    r"\operatorname{softmax}\!\Big(\frac{QK^{\top}}{\sqrt{d}}\Big) \in \mathbb{R}^{T\times S}"
+CROSS_FORMULA = (  # three lines: on one they run past a tablet's width
+    r"\begin{gathered} Q = H_{\text{dec}}\,W_Q \in \mathbb{R}^{T\times d} \\ "
+    r"K = H_{\text{enc}}\,W_K,\ V = H_{\text{enc}}\,W_V \in \mathbb{R}^{S\times d} \\ "
+    r"\operatorname{softmax}\!\Big(\frac{QK^{\top}}{\sqrt{d}}\Big) \in \mathbb{R}^{T\times S} \end{gathered}"
 )
 
 

@@ -17,9 +17,9 @@ def intro(num_layers: int) -> str:
     )
 
 
-BLOCK_FORMULA = (
-    r"h = \mathrm{LayerNorm}\big(x + \mathrm{MultiHead}(x)\big),\qquad "
-    r"x_{l+1} = \mathrm{LayerNorm}\big(h + \mathrm{FFN}(h)\big)"
+BLOCK_FORMULA = (  # one line each: side by side they run past a phone's width
+    r"\begin{gathered} h = \mathrm{LayerNorm}\big(x + \mathrm{MultiHead}(x)\big) \\ "
+    r"x_{l+1} = \mathrm{LayerNorm}\big(h + \mathrm{FFN}(h)\big) \end{gathered}"
 )
 NEEDS_ENCODER = (
     "This lesson needs a BERT-family encoder that comes with its tokenizer. Leave the model field in "
@@ -152,7 +152,10 @@ def measured_growth(growth: GrowthSummary, num_layers: int) -> str:
 
 # ----- the feed-forward network ----------------------------------------------------------------------------
 
-FEED_FORWARD_FORMULA = r"\mathrm{FFN}(x) = \mathrm{GELU}(xW_1 + b_1)\,W_2 + b_2,\qquad \mathrm{GELU}(z) = z\,\Phi(z)"
+FEED_FORWARD_FORMULA = (  # one line each: side by side they run past a phone's width
+    r"\begin{gathered} \mathrm{FFN}(x) = \mathrm{GELU}(xW_1 + b_1)\,W_2 + b_2 \\ "
+    r"\mathrm{GELU}(z) = z\,\Phi(z) \end{gathered}"
+)
 NEURONS_HELP = "The neurons with the highest mean activation over this text's tokens."
 
 
@@ -174,9 +177,10 @@ CLASSIFIER_INTRO = (
     "is. A linear layer then maps it to one score (logit) per label, and softmax turns the scores into "
     "probabilities."
 )
-CLASSIFIER_FORMULA = (
-    r"s = \tanh(W_p\,h_{[\mathrm{CLS}]} + b_p),\qquad \mathrm{logits} = W s + b,\quad "
-    r"W\in\mathbb{R}^{K\times D},\qquad p = \mathrm{softmax}(\mathrm{logits})"
+CLASSIFIER_FORMULA = (  # three lines: on one they run past a phone's width
+    r"\begin{gathered} s = \tanh(W_p\,h_{[\mathrm{CLS}]} + b_p) \\ "
+    r"\mathrm{logits} = W s + b,\quad W\in\mathbb{R}^{K\times D} \\ "
+    r"p = \mathrm{softmax}(\mathrm{logits}) \end{gathered}"
 )
 UNTRAINED_HEAD = (
     "This head is **untrained**: W and b are random (seed 0), so its probabilities say nothing about "

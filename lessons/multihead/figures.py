@@ -10,7 +10,17 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, HEAD_COLOURS, as_array, heatmap, safe_label, style
+from lessons.common.plots import (
+    ATTENTION_SCALE,
+    DIVERGING_SCALE,
+    as_array,
+    head_colour,
+    head_dash,
+    head_pattern,
+    heatmap,
+    safe_label,
+    style,
+)
 
 MARK_COLOUR = "#e6550d"  # the frame around a panel or block an exercise's answer points to
 MAX_TICK_LABELS = 24  # beyond this many tokens, labels move to the hover only
@@ -226,7 +236,7 @@ def head_view(
     positions = list(range(first_position, first_position + len(labels)))
     data: list[dict[str, object]] = []
     for slot, head in enumerate(heads):
-        colour = HEAD_COLOURS[head % len(HEAD_COLOURS)]
+        colour = head_colour(head)
         queries, keys, strengths = strongest_links(values[slot], threshold, max_links)
         levels = np.ceil(strengths * OPACITY_LEVELS).clip(1, OPACITY_LEVELS)
         data.append(
@@ -235,7 +245,7 @@ def head_view(
                 x=[None],
                 y=[None],
                 mode="lines",
-                line=dict(color=colour, width=3),
+                line=dict(color=colour, width=3, dash=head_dash(head)),
                 name=f"head {head}",
                 legendgroup=f"head {head}",
             )
@@ -278,7 +288,7 @@ def _link_trace(queries, keys, strength: float, colour: str, head: int) -> dict:
         y=y.astype(np.float32),
         mode="lines",
         hoverinfo="skip",
-        line=dict(color=colour, width=0.5 + 3.5 * strength),
+        line=dict(color=colour, width=0.5 + 3.5 * strength, dash=head_dash(head)),
         opacity=0.15 + 0.85 * strength,
         name=f"head {head}",
         legendgroup=f"head {head}",
@@ -424,14 +434,14 @@ def recombination(head_outputs, concatenated, title: str = "", marked_head: int 
 def contribution_bars(norms, heads_off: Sequence[int] = (), title: str = "") -> go.Figure:
     """The length of the vector each head adds to one token through W_O (switched-off heads in grey)."""
     values = as_array(norms)
-    colours = [
-        "#bbbbbb" if head in heads_off else HEAD_COLOURS[head % len(HEAD_COLOURS)] for head in range(len(values))
-    ]
+    heads = range(len(values))
+    colours = ["#bbbbbb" if head in heads_off else head_colour(head) for head in heads]
     figure = go.Figure(
         go.Bar(
             x=[f"head {head}" for head in range(len(values))],
             y=values,
             marker_color=colours,
+            marker_pattern_shape=[head_pattern(head) for head in heads],
             hovertemplate="%{x}<br>length %{y:.4f}<extra></extra>",
         )
     )

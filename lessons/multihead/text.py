@@ -88,9 +88,9 @@ STATISTICS_INTRO = (
     "A few numbers per head describe how it looks, averaged over the query tokens of the text. "
     "Click a column header to sort the table; the map shows one statistic for the whole stack."
 )
-STATISTICS_FORMULA = (
-    r"H_i = -\sum_j a_{ij}\log a_{ij} \qquad d_i = \sum_j a_{ij}\,|i-j| \qquad "
-    r"\text{share}_i(K) = \sum_{j\in K} a_{ij}"
+STATISTICS_FORMULA = (  # two lines: on one they run past a tablet's width
+    r"\begin{gathered} H_i = -\sum_j a_{ij}\log a_{ij} \qquad d_i = \sum_j a_{ij}\,|i-j| \\ "
+    r"\text{share}_i(K) = \sum_{j\in K} a_{ij} \end{gathered}"
 )
 STATISTICS_NOTE = (
     "Entropy is 0 for a head that puts everything on one key and log T for one that spreads evenly over "
@@ -111,9 +111,9 @@ RECOMBINATION_INTRO = (
     "head attend on its own, then lays the $H$ outputs side by side again and mixes them with $W_O$. "
     "Here is that path on the real numbers of one token."
 )
-RECOMBINATION_FORMULA = (
-    r"\text{concat} = [\,o_1\;o_2\;\cdots\;o_H\,],\qquad "
-    r"\text{output} = \text{concat}\,W_O^\top + b = \sum_{h} o_h\,W_{O,h}^\top + b"
+RECOMBINATION_FORMULA = (  # two lines: on one they run past a phone's width
+    r"\begin{gathered} \text{concat} = [\,o_1\;o_2\;\cdots\;o_H\,] \\ "
+    r"\text{output} = \text{concat}\,W_O^\top + b = \sum_{h} o_h\,W_{O,h}^\top + b \end{gathered}"
 )
 RECOMBINATION_CHECKS = (
     "torch.cat(head outputs) vs traced concatenation",

@@ -91,10 +91,9 @@ def test_a_hostile_text_is_asked_about_literally(name):
         assert_clean(app)
 
 
+LESSONS = [info.name for info in pkgutil.iter_modules(["lessons"]) if info.ispkg and info.name != "common"]
 EVERY_EXERCISE = [
-    (lesson, name)
-    for lesson in ("tokenization", "positional", "attention", "multihead", "causal", "encoder", "decoder", "training")
-    for name in importlib.import_module(f"lessons.{lesson}.exercises").OFFERS
+    (lesson, name) for lesson in LESSONS for name in importlib.import_module(f"lessons.{lesson}.exercises").OFFERS
 ]
 
 
@@ -108,6 +107,5 @@ def test_every_exercise_opens_from_a_link_on_the_default_text_and_asks_before_it
 
 
 def test_every_lesson_offers_at_least_two_exercises():
-    lessons = [info.name for info in pkgutil.iter_modules(["lessons"]) if info.ispkg and info.name != "common"]
-    for lesson in lessons:
+    for lesson in LESSONS:
         assert len(importlib.import_module(f"lessons.{lesson}.exercises").OFFERS) >= 2, lesson

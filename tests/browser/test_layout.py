@@ -1,4 +1,5 @@
-"""Labels never sit on labels, and nothing is cut off, on any view, on a desktop, zoomed to 150 % or on a phone.
+"""Labels never sit on labels, and nothing is cut off, on any view, on a desktop, zoomed to 150 %, on a tablet,
+on a phone, or in presentation style.
 
 `harness.browser.LAYOUT_PROBLEMS` measures every label a chart draws (titles, axis titles, tick labels,
 annotations, legends, colour bars) as the shape its glyphs fill on screen, and reports labels that overlap,
@@ -13,7 +14,14 @@ import pytest
 from harness.browser import AppPage
 from harness.views import VIEWS
 
-SIZES = {"desktop": (1280, 800), "zoom150": (853, 533), "phone": (390, 844)}
+SIZES = {
+    "desktop": (1280, 800),
+    "zoom150": (853, 533),
+    "tablet": (768, 1024),
+    "phone": (390, 844),
+    "present": (1280, 800),  # presentation style: every text 1.35 times larger
+}
+STYLES = {"present": {"present": "True"}}
 
 
 @pytest.mark.slow
@@ -24,7 +32,7 @@ def test_no_label_is_drawn_over_another_or_cut_off(page, app_server, name, size)
     page.set_viewport_size({"width": width, "height": height})
     app = AppPage(page, app_server.url)
     view = VIEWS[name]
-    app.open(view.path, min_plots=view.charts, **view.query)
+    app.open(view.path, min_plots=view.charts, **view.query, **STYLES.get(size, {}))
     assert app.exceptions() == []
     problems = app.layout_problems()
     if problems:

@@ -168,7 +168,19 @@ CHART_TEXT_STYLE = (
 )
 
 
+# Formulas on a phone: KaTeX draws display formulas at 1.21 times the text, and the app's longest one-line
+# formulas (about 450 px) would run past a 390 px screen's column (358 px). Smaller there, they fit; longer
+# formulas are written on several lines. Should one still be too wide, its box scrolls instead of cutting it off.
+FORMULA_STYLE = (
+    "<style>"
+    ".katex-display { overflow-x: auto; overflow-y: hidden; }"
+    "@media (max-width: 640px) { .katex-display { font-size: 0.78em; } }"
+    "</style>"
+)
+
+
 def prepare_page() -> None:
-    """Once per run (app.py): the SVG button in every chart's toolbar, and chart text readable in both themes."""
-    st.html(CHART_TEXT_STYLE)
+    """Once per run (app.py): the SVG button in every chart's toolbar, chart text readable in both themes, and
+    formulas that fit a phone."""
+    st.html(CHART_TEXT_STYLE + FORMULA_STYLE)
     st.html(SVG_BUTTON_SCRIPT, unsafe_allow_javascript=True, width="content")

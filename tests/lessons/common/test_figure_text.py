@@ -53,3 +53,15 @@ def test_larger_text_for_a_projector_scales_every_font_and_leaves_the_original_a
     assert (larger.layout.title.font.size, larger.layout.xaxis.tickfont.size) == (30, 15)
     assert (larger.layout.annotations[0].font.size, larger.data[0].textfont.size) == (21, 18)
     assert (figure.layout.title.font.size, figure.data[0].textfont.size) == (20, 12)  # a cached figure stays
+
+
+def test_larger_text_moves_upright_colour_bar_titles_beside_the_bar_where_its_top_label_cannot_reach():
+    from lessons.common.plots import with_larger_text
+
+    figure = go.Figure(go.Heatmap(z=[[1.0]], colorbar=dict(title="weight")))
+    figure.add_trace(go.Heatmap(z=[[1.0]], colorbar=dict(title="below", orientation="h")))
+    figure.update_layout(coloraxis=dict(colorbar=dict(title="score")))
+    larger = with_larger_text(figure, 1.35)
+    assert larger.data[0].colorbar.title.side == "right" and larger.layout.coloraxis.colorbar.title.side == "right"
+    assert larger.data[1].colorbar.title.side is None  # a bar lying under its chart keeps its title
+    assert figure.data[0].colorbar.title.side is None

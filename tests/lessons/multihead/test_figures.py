@@ -99,6 +99,19 @@ def test_head_view_caps_the_number_of_lines_per_head():
     assert drawn == 200  # 1600 weights per head above 0, 100 drawn for each of the two heads
 
 
+def test_head_view_tells_36_heads_apart_by_colour_and_line_style():
+    weights = np.full((36, 2, 2), 0.5)
+    figure = viz.head_view(weights, ["a", "b"], heads=range(36), threshold=0.1)
+    legend = [trace for trace in figure.data if trace.showlegend is not False and trace.name]
+    looks = {trace.name: (trace.line.color, trace.line.dash) for trace in legend}
+    assert len(looks) == 36 and len(set(looks.values())) == 36
+    assert looks["head 0"][0] == looks["head 12"][0] == looks["head 24"][0]  # twelve colours come round again,
+    assert [looks[f"head {head}"][1] for head in (0, 12, 24)] == ["solid", "dash", "dot"]  # each round its style
+    for trace in figure.data:  # and a head's lines are drawn as its legend entry shows them
+        if trace.mode == "lines" and trace.name:
+            assert (trace.line.color, trace.line.dash) == looks[trace.name]
+
+
 def test_focus_rows_show_each_sentences_row_as_bars():
     rows = [np.array([0.1, 0.6, 0.3]), np.array([0.2, 0.2, 0.5, 0.1])]
     figure = viz.focus_rows(rows, [["a", "flies", "b"], ["c", "d", "flies", HOSTILE_TOKEN]], ["A", "B"])
@@ -145,6 +158,12 @@ def test_contribution_bars_grey_out_switched_off_heads():
     figure = viz.contribution_bars(np.array([1.0, 2.0, 3.0]), heads_off=[1])
     np.testing.assert_array_equal(figure.data[0].y, [1.0, 2.0, 3.0])
     assert figure.data[0].marker.color[1] == "#bbbbbb" and figure.data[0].marker.color[0] != "#bbbbbb"
+
+
+def test_contribution_bars_past_twelve_heads_are_hatched():
+    figure = viz.contribution_bars(np.ones(16))
+    assert figure.data[0].marker.color[12] == figure.data[0].marker.color[0]
+    assert list(figure.data[0].marker.pattern.shape) == [""] * 12 + ["/"] * 4
 
 
 def test_similarity_figures_label_each_depth():
