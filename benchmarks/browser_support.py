@@ -115,6 +115,16 @@ def text_of_exactly(tokenizer, num_tokens: int) -> str:
     return text
 
 
+def smollm2_text_of_exactly(num_tokens: int) -> str:
+    """A text that SmolLM2's tokenizer (the app's, from the GGUF file) turns into exactly num_tokens tokens."""
+    from lessons.common.llm.smollm2 import load_chat_model
+
+    chat = load_chat_model()
+    text = chat.tokenizer.decode(chat.encode(SENTENCE * num_tokens)[:num_tokens])
+    assert len(chat.encode(text)) == num_tokens, "decoded text re-tokenized to another length"
+    return text
+
+
 def median(values):
     values = [value for value in values if value is not None]
     return statistics.median(values) if values else None

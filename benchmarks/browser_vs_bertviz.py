@@ -55,7 +55,6 @@ from bertviz import head_view, model_view
 from browser_support import (
     ARTIFACTS,
     LIMIT_MS,
-    SENTENCE,
     STREAMLIT_PAINTED,
     Load,
     StreamlitServer,
@@ -65,6 +64,7 @@ from browser_support import (
     median,
     new_context,
     painted_when,
+    smollm2_text_of_exactly,
     text_of_exactly,
 )
 from playwright.sync_api import sync_playwright
@@ -256,16 +256,6 @@ def compare_at(length: int, browser, server, site, site_folder: Path, hf_model, 
     for html in site_folder.glob(f"*-{length}.html"):
         html.unlink()
     return rows
-
-
-def smollm2_text_of_exactly(num_tokens: int) -> str:
-    """A text that SmolLM2's tokenizer (the app's, from the GGUF file) turns into exactly num_tokens tokens."""
-    from lessons.common.llm.smollm2 import load_chat_model
-
-    chat = load_chat_model()
-    text = chat.tokenizer.decode(chat.encode(SENTENCE * num_tokens)[:num_tokens])
-    assert len(chat.encode(text)) == num_tokens, "decoded text re-tokenized to another length"
-    return text
 
 
 def time_every_page(browser, server, text: str, repeats: int, views: dict) -> dict:
