@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+from torch import Tensor
 
 from anatomy.models import DecoderOnlyLM
 from anatomy.training.recipes import RECIPES
@@ -19,6 +20,7 @@ from lessons.causal import figures as mask_figures
 from lessons.common import hosting
 from lessons.common.safe_text import escape_markdown, visible
 from lessons.common.ui import linked, loaders, widgets
+from lessons.language_model.reading import MAX_TOKENS
 
 SORTER, CHEATER = "sorter", "sorter-cheater"
 DEFAULT_WORD = "banana"
@@ -325,26 +327,47 @@ def show_trained_decoder() -> None:
         show_cheater(word, walk)
 
 
-# --- A GPT-2 chosen in the sidebar ------------------------------------------------------------------------
+# --- A GPT-2 or SmolLM2 chosen in the sidebar ---------------------------------------------------------------
 
 
 def is_language_model(pretrained) -> bool:
-    """A GPT-2-family decoder that comes with its own tokenizer."""
+    """A decoder (GPT-2 or Llama family, SmolLM2 among them) that comes with its own tokenizer."""
     return pretrained.family == "decoder" and pretrained.tokenizer is not None
 
 
-# Two texts per server: GPT-2 small's attention over 1,024 tokens alone is 12 × 12 × 1024² floats, 600 MB.
-@st.cache_resource(max_entries=2, show_spinner="Running the model…")
-def _continuation(reference: str, text: str, token_cap: int | None) -> decoding.TextContinuation:
+# A few texts per server: a run keeps its tokens and one distribution over the vocabulary (SmolLM2: 0.4 MB).
+@st.cache_resource(max_entries=8, show_spinner="Running the model…")
+def _continuation(reference: str, text: str, token_cap: int) -> decoding.TextContinuation:
     pretrained = loaders.get_model(reference)
     return decoding.read_text(pretrained.model_as(DecoderOnlyLM), pretrained.tokenizer, text, token_cap)
 
 
+# One layer's weights per entry: at 512 tokens, GPT-2 small's 12 heads × 512² floats, 12.6 MB; SmolLM2's 9, 9.4 MB.
+@st.cache_resource(max_entries=4, show_spinner="Reading the layer's attention…")
+def _layer_weights(reference: str, text: str, token_cap: int, layer: int) -> Tensor:
+    pretrained = loaders.get_model(reference)
+    run = _continuation(reference, text, token_cap)
+    return decoding.text_attention(pretrained.model_as(DecoderOnlyLM), run, layer)
+
+
+def _token_cap() -> int:
+    """How many tokens the sidebar's language model reads: at most the hosting cap, and at most as many as
+    lesson 9 lets SmolLM2 read (a page on two CPU cores answers in seconds up to there)."""
+    cap = hosting.current().max_input_tokens
+    return MAX_TOKENS if cap is None else min(cap, MAX_TOKENS)
+
+
 def language_model_run(context) -> decoding.TextContinuation:
-    """The sidebar's text through the sidebar's GPT-2 (cut at the model's positions and the hosting cap)."""
+    """The sidebar's text through the sidebar's language model (cut at its positions and the token caps)."""
     return loaders.unless_out_of_memory(
-        lambda: _continuation(context.reference, context.text, hosting.current().max_input_tokens),
-        len(context.text),
+        lambda: _continuation(context.reference, context.text, _token_cap()), len(context.text)
+    )
+
+
+def language_model_layer(context, layer: int) -> Tensor:
+    """(H, T, T) one layer's attention over the sidebar's text, computed when a page first shows it."""
+    return loaders.unless_out_of_memory(
+        lambda: _layer_weights(context.reference, context.text, _token_cap(), layer), len(context.text)
     )
 
 
@@ -365,7 +388,7 @@ def show_language_model_tokens(context, run: decoding.TextContinuation) -> None:
 def show_language_model_head(context, run: decoding.TextContinuation, layer: int, head: int, window_start: int) -> None:
     """One head's real causal attention, in a window of the text when it is long."""
     tokens = run.tokenized.tokens
-    weights = run.attention[layer, head]
+    weights = language_model_layer(context, layer)[head]
     window = masking.focus_window(len(tokens), window_start)
     inputs = (context.reference, context.text, layer, head, window.start)
     chart_ui.show_figure(

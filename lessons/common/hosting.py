@@ -28,6 +28,7 @@ LANGUAGE_MODEL_VARIABLE = "ANATOMY_LANGUAGE_MODEL"  # serve SmolLM2 (lesson 9): 
 FINGERPRINT_VARIABLE = "ANATOMY_DEBUG_FINGERPRINT"  # lets ?fingerprint=1 show the shared weights' hash
 
 EMBEDDED = ""  # how the allowlist (and the sidebar's model field) names the embedded all-MiniLM-L6-v2
+LANGUAGE_MODEL = "SmolLM2-135M-Instruct"  # how they name the embedded SmolLM2 (lesson 9's model)
 
 # Defaults in hosted mode. 5,000 characters is two pages of prose, more than the 512 tokens MiniLM reads;
 # 512 tokens is MiniLM's own limit, where one traced run holds about 71 MB.
@@ -73,9 +74,15 @@ class HostingSettings:
             language_model=_flag(environment, LANGUAGE_MODEL_VARIABLE, default=not hosted),
         )
 
+    @property
+    def offered_models(self) -> tuple[str, ...]:
+        """The models a hosted sidebar offers: the allowlist, with SmolLM2 exactly when it is served."""
+        others = tuple(name for name in self.model_allowlist if name != LANGUAGE_MODEL)
+        return (*others, LANGUAGE_MODEL) if self.language_model else others
+
     def allows_model(self, reference: str) -> bool:
         """Whether a visitor may study this model here (anything goes outside hosted mode)."""
-        return not self.hosted or normalise_reference(reference) in self.model_allowlist
+        return not self.hosted or normalise_reference(reference) in self.offered_models
 
     def text_problem(self, text: str | None, what: str = "The text") -> str | None:
         """Why this text is refused, in words a student can act on; None when it may be used."""
@@ -105,9 +112,12 @@ def fingerprint_enabled() -> bool:
 
 
 def normalise_reference(reference: str | None) -> str:
-    """One spelling per model: the embedded one is always "", others lose surrounding blanks."""
+    """One spelling per model: the embedded encoder is always "", SmolLM2 is `LANGUAGE_MODEL` in any case, and
+    others lose surrounding blanks."""
     text = (reference or "").strip()
-    return EMBEDDED if text in (EMBEDDED, DEFAULT_MODEL_NAME) else text
+    if text in (EMBEDDED, DEFAULT_MODEL_NAME):
+        return EMBEDDED
+    return LANGUAGE_MODEL if text.lower() == LANGUAGE_MODEL.lower() else text
 
 
 def model_label(reference: str) -> str:

@@ -87,7 +87,7 @@ The special tokens are single tokens that no typed text produces... unless it sp
 
 SIDEBAR_MODEL = (
     "This page always runs SmolLM2 on the sidebar's **Text to study**; the sidebar's **Model** is the one the "
-    "other lessons use."
+    "other lessons use. Name SmolLM2-135M-Instruct there to see its heads in the causal-masking lesson too."
 )
 
 EMPTY_TEXT = "Type a text in the sidebar's **Text to study** box to see how SmolLM2 reads it."

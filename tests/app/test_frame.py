@@ -172,6 +172,14 @@ def test_a_decoder_checkpoint_in_the_sidebar_gets_an_explanation_on_every_encode
     assert app.info or app.warning, f"{lesson} should say why it cannot use this model"
 
 
+@pytest.mark.parametrize("lesson", list(ENCODER_VIEWS))
+def test_smollm2_in_the_sidebar_loads_and_every_encoder_lesson_says_why_it_cannot_use_it(lesson):
+    app = open_page(f"pages/{lesson}.py", query={"model": "SmolLM2-135M-Instruct", **ENCODER_VIEWS[lesson]})
+    assert_clean(app)
+    assert not app.sidebar.error and any("30 layers" in item.value for item in app.sidebar.caption)
+    assert app.info or app.warning, f"{lesson} should say why it cannot use this model"
+
+
 def test_aligned_lines_keep_every_space_and_their_fences_outrun_any_backticks_inside():
     plain, with_backticks = aligned_lines_markdown(["reads   a  b", "x ``y`` <b>$z$</b>"]).split("  \n")
     assert plain == "` reads\u00a0\u00a0\u00a0a\u00a0\u00a0b `"  # markdown would fold plain spaces into one

@@ -105,6 +105,37 @@ def test_a_hosted_language_model_page_says_why_smollm2_is_off_and_loads_nothing(
     assert not app.dataframe and not app.get("plotly_chart")
 
 
+def test_smollm2_is_offered_beside_the_allowlist_exactly_when_the_server_serves_it():
+    on = HostingSettings.from_environment(
+        {"ANATOMY_HOSTED": "1", "ANATOMY_LANGUAGE_MODEL": "1", "ANATOMY_MODEL_ALLOWLIST": "prajjwal1/bert-tiny"}
+    )
+    assert on.offered_models == ("", "prajjwal1/bert-tiny", hosting.LANGUAGE_MODEL)
+    assert on.allows_model("smollm2-135m-instruct")  # any case: one spelling
+    off = HostingSettings.from_environment({"ANATOMY_HOSTED": "1", "ANATOMY_MODEL_ALLOWLIST": hosting.LANGUAGE_MODEL})
+    assert off.offered_models == ("",) and not off.allows_model(hosting.LANGUAGE_MODEL)
+
+
+def test_a_hosted_sidebar_offers_smollm2_when_served_and_the_causal_lesson_runs_it(hosted):
+    hosted.setenv(hosting.LANGUAGE_MODEL_VARIABLE, "1")
+    app = open_page("pages/causal.py", query={"model": hosting.LANGUAGE_MODEL, "cm_tab": "One head on your text"})
+    assert_clean(app)
+    choice = app.sidebar.selectbox(key="model")
+    assert choice.options == [DEFAULT_MODEL_NAME, hosting.LANGUAGE_MODEL] and choice.value == hosting.LANGUAGE_MODEL
+    assert any("30 layers" in item.value for item in app.sidebar.caption) and app.get("plotly_chart")
+
+
+def test_a_link_to_smollm2_on_a_server_that_leaves_it_off_loads_nothing(hosted, monkeypatch):
+    def refuse(device):
+        raise AssertionError("SmolLM2 must not be loaded on this server")
+
+    monkeypatch.setattr(loaders, "_load_chat_model", refuse)
+    app = open_page("pages/causal.py", query={"model": hosting.LANGUAGE_MODEL})
+    assert_clean(app)
+    assert "model" not in app.query_params and app.session_state["model"] == ""
+    with pytest.raises(loaders.ModelLoadError, match="leaves SmolLM2 off"):
+        loaders.get_model(hosting.LANGUAGE_MODEL)
+
+
 @pytest.mark.parametrize("value", ["1", "true", "YES", " on "])
 def test_hosted_mode_is_switched_on_by_any_usual_spelling_of_yes(value):
     assert HostingSettings.from_environment({"ANATOMY_HOSTED": value}).hosted

@@ -6,6 +6,7 @@ which are not installed): its folder is found through the import system's spec a
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,3 +70,19 @@ def load_chat_model(
     return ChatModel(
         loaded, build_tokenizer(metadata, digits), special_tokens(metadata), metadata.get("tokenizer.chat_template")
     )
+
+
+def as_pretrained(chat: ChatModel, name: str) -> PretrainedModel:
+    """The chat model as every lesson takes a model: the same weights (not a copy), named as the sidebar names
+    it, with its tokenizer behind transformers' interface (`tokenizer(text, return_offsets_mapping=True)`,
+    `convert_ids_to_tokens` ...). It splits text as `chat.encode` does for files that put no bos first, as
+    SmolLM2's does not; for a file that asks for one, say so rather than read text without it."""
+    if chat.specials.add_bos:
+        raise ValueError(f"{chat.loaded.name} puts a bos token first, which transformers' wrapper would leave out")
+    from transformers import PreTrainedTokenizerFast
+
+    specials = chat.specials
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=chat.tokenizer, bos_token=specials.bos, eos_token=specials.eos, pad_token=specials.padding
+    )
+    return dataclasses.replace(chat.loaded, name=name, tokenizer=tokenizer)

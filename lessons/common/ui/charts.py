@@ -158,29 +158,25 @@ SVG_BUTTON_SCRIPT = """
 # theme's background. Streamlit gives every chart the colour-scheme of the theme the reader chose (light or
 # dark, followed at once when it changes), so light-dark() picks the right one without a rerun. Cell numbers
 # are left alone: plotly already writes each in black or white, whichever stands out on its cell.
-CHART_TEXT_STYLE = (
-    "<style>"
+CHART_TEXT_RULES = (
     ".stPlotlyChart :is(.xtick, .ytick, .g-xtitle, .g-ytitle, .cbaxis, .cbtitle, .legendtext, .gtitle) "
     "{ fill: light-dark(#31333F, #DCDAE6) !important; }"
     ".stPlotlyChart :is(.xtick, .ytick, .g-xtitle, .g-ytitle, .cbaxis, .cbtitle) text "
     "{ fill: light-dark(#31333F, #DCDAE6) !important; }"
-    "</style>"
 )
 
 
 # Formulas on a phone: KaTeX draws display formulas at 1.21 times the text, and the app's longest one-line
 # formulas (about 450 px) would run past a 390 px screen's column (358 px). Smaller there, they fit; longer
 # formulas are written on several lines. Should one still be too wide, its box scrolls instead of cutting it off.
-FORMULA_STYLE = (
-    "<style>"
+FORMULA_RULES = (
     ".katex-display { overflow-x: auto; overflow-y: hidden; }"
     "@media (max-width: 640px) { .katex-display { font-size: 0.78em; } }"
-    "</style>"
 )
 
 
 def prepare_page() -> None:
     """Once per run (app.py): the SVG button in every chart's toolbar, chart text readable in both themes, and
     formulas that fit a phone."""
-    st.html(CHART_TEXT_STYLE + FORMULA_STYLE)
+    st.html(f"<style>{CHART_TEXT_RULES}{FORMULA_RULES}</style>")
     st.html(SVG_BUTTON_SCRIPT, unsafe_allow_javascript=True, width="content")

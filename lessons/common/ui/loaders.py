@@ -22,7 +22,7 @@ from anatomy.checkpoints.pretrained import DEFAULT_MODEL_NAME, ModelLoadError, P
 from anatomy.devices import DeviceUnavailableError, choose_device
 from anatomy.training.recipes import RECIPES
 from lessons.common import hosting, memory
-from lessons.common.llm.smollm2 import ChatModel, load_chat_model
+from lessons.common.llm.smollm2 import ChatModel, as_pretrained, load_chat_model
 from lessons.common.runs import EncoderRun, run_encoder
 from lessons.common.safe_text import escape_markdown
 
@@ -47,7 +47,12 @@ FORWARD_GATE = threading.BoundedSemaphore(MAX_CONCURRENT_FORWARDS)
 
 
 def get_model(reference: str = "") -> PretrainedModel:
-    """The model for a reference ("" or the default name: the embedded one). Raises ModelLoadError."""
+    """The model for a reference ("" or the default name: the embedded encoder; `hosting.LANGUAGE_MODEL`: the
+    embedded SmolLM2, the very weights lesson 9 uses). Raises ModelLoadError."""
+    if hosting.normalise_reference(reference) == hosting.LANGUAGE_MODEL:
+        if not hosting.current().language_model:
+            raise ModelLoadError(LANGUAGE_MODEL_OFF)
+        return _language_model_as_pretrained(usable_device())
     return _load_model(reference.strip() or DEFAULT_MODEL_NAME, usable_device())
 
 
@@ -77,15 +82,23 @@ def _load_chat_model(device: str) -> ChatModel:
     return chat_model
 
 
+@st.cache_resource(show_spinner=False)
+def _language_model_as_pretrained(device: str) -> PretrainedModel:
+    # The same weights as get_chat_model's (no second copy), with a tokenizer the other lessons can call.
+    return as_pretrained(_load_chat_model(device), hosting.LANGUAGE_MODEL)
+
+
+LANGUAGE_MODEL_OFF = (
+    "This hosted demo leaves SmolLM2 off: it needs about 540 MB of memory more than the other lessons "
+    "together. Run the app on your own machine to try it (see the README), or ask the server's operator "
+    f"to set {hosting.LANGUAGE_MODEL_VARIABLE}=1."
+)
+
+
 def chat_model_or_stop() -> ChatModel:
     """SmolLM2, or a message for this visitor saying why it is not there, and the end of this run of the page."""
     if not hosting.current().language_model:
-        st.info(
-            "This hosted demo leaves SmolLM2 off: it needs about 540 MB of memory more than the other lessons "
-            "together. Run the app on your own machine to try it (see the README), or ask the server's operator "
-            f"to set {hosting.LANGUAGE_MODEL_VARIABLE}=1.",
-            icon=":material/memory:",
-        )
+        st.info(LANGUAGE_MODEL_OFF, icon=":material/memory:")
         st.stop()
     try:
         return get_chat_model()

@@ -59,8 +59,9 @@ def render() -> StudyContext:
                 "Model",
                 key=_MODEL,
                 placeholder=DEFAULT_MODEL_NAME,
-                help="Leave empty for the embedded all-MiniLM-L6-v2, or give a local folder or a Hugging Face "
-                "hub id of a BERT-family model (from this machine's cache).",
+                help=f"Leave empty for the embedded all-MiniLM-L6-v2, type {hosting.LANGUAGE_MODEL} for the "
+                "embedded language model, or give a local folder or a Hugging Face hub id of a BERT- or GPT-2-family "
+                "model (from this machine's cache).",
             )
         reference, pretrained, model_problem = _load_or_stop(st.session_state[_MODEL].strip())
         _describe(pretrained)
@@ -118,7 +119,7 @@ def _text_help(settings: HostingSettings) -> str:
 
 def _choose_allowed_model(settings: HostingSettings) -> None:
     """A choice among the allowlisted models only: nothing a visitor types or links reaches the loader."""
-    options = list(settings.model_allowlist)
+    options = list(settings.offered_models)
     wanted = hosting.normalise_reference(st.session_state[_MODEL])
     if wanted not in options:
         st.query_params.pop(_MODEL, None)

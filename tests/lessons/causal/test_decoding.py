@@ -238,10 +238,11 @@ def test_read_text_attends_and_predicts_exactly_like_gpt2_lm_head_model(tiny_gpt
     input_ids = torch.tensor([run.tokenized.input_ids])
     expected = reference_gpt2(input_ids, output_attentions=True)
     num_tokens = len(run.tokenized)
-    assert run.attention.shape == (2, 2, num_tokens, num_tokens)
     for layer, weights in enumerate(expected.attentions):
-        assert (run.attention[layer] - weights[0]).abs().max() <= TOLERANCE
-    assert torch.all(decoding.weight_above_diagonal(run.attention) == 0.0)
+        ours = decoding.text_attention(tiny_gpt2.model, run, layer)
+        assert ours.shape == (2, num_tokens, num_tokens)
+        assert (ours - weights[0]).abs().max() <= TOLERANCE
+        assert torch.all(decoding.weight_above_diagonal(ours) == 0.0)
     softmax = expected.logits[0, -1].double().softmax(dim=-1)
     assert (run.next_token_probabilities - softmax).abs().max() <= TOLERANCE
     top = run.candidates(10)
@@ -257,7 +258,7 @@ def test_read_text_cuts_a_long_text_at_the_models_positions(tiny_gpt2):
     assert len(run.tokenized) == GPT2_POSITIONS and run.tokenized.truncated
     assert run.tokenized.untruncated_length > GPT2_POSITIONS
     capped = decoding.read_text(tiny_gpt2.model, tiny_gpt2.tokenizer, GPT2_TEXT * 10, max_tokens=12)
-    assert len(capped.tokenized) == 12 and capped.attention.shape[-1] == 12
+    assert len(capped.tokenized) == 12 and decoding.text_attention(tiny_gpt2.model, capped, 0).shape[-1] == 12
 
 
 def test_read_text_refuses_a_text_that_makes_no_tokens(tiny_gpt2):

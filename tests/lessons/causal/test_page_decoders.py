@@ -433,3 +433,36 @@ def test_a_gpt2_running_out_of_memory_ends_that_page_with_a_message_and_the_next
     app.run()
     assert_clean(app)
     assert "cm_lm_head" in chart_keys(app), "the same student goes on with another text"
+
+
+# --- SmolLM2 chosen in the sidebar -------------------------------------------------------------------------
+
+
+def test_smollm2_named_in_the_sidebar_shows_its_tokens_heads_and_next_tokens_as_lesson_9_computes_them():
+    from lessons.common import hosting
+    from lessons.language_model import reading
+
+    chat = loaders.get_chat_model()
+    text = "The capital of France is"
+    app = open_tab(REAL_HEAD, text=text, query={"model": "smollm2-135m-instruct", links.LAYER: "5", links.HEAD: "2"})
+    assert_clean(app)
+    assert not app.sidebar.error
+    ids = chat.encode(text)
+    assert frame(app, "stands for")["id"].tolist() == ids
+    shown = numbers(chart(app, "cm_lm_head")["data"][0]["z"])
+    expected = reading.layer_attention(reading.decoder_of(chat), tuple(ids), 5)[2].numpy()
+    assert np.abs(shown - expected).max() <= 1e-6 and (shown[np.triu_indices(len(ids), 1)] == 0.0).all()
+    probabilities = reading.next_token_probabilities(reading.decoder_of(chat), tuple(ids))
+    best = frame(app, "probability")
+    assert best["id"].tolist() == probabilities.topk(10).indices.tolist()
+    assert chat.tokenizer.decode([best["id"].iloc[0]]) == " Paris"
+    shared = loaders.get_model(hosting.LANGUAGE_MODEL)
+    assert shared.model is chat.loaded.model  # the same weights as lesson 9's, not a copy
+    assert loaders.get_model("smollm2-135m-instruct") is shared  # any spelling: one model per server
+
+
+def test_smollm2_in_the_sidebar_reads_at_most_512_tokens_of_a_long_text():
+    app = open_tab(REAL_HEAD, text="word " * 2000, query={"model": "SmolLM2-135M-Instruct"})
+    assert_clean(app)
+    assert len(frame(app, "stands for")) == 512
+    assert any("512" in warning.value for warning in app.warning)

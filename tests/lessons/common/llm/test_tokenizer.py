@@ -119,3 +119,19 @@ def test_the_chat_template_renders_and_tokenizes_as_apply_chat_template(metadata
                 conversation, tokenize=True, add_generation_prompt=generation_prompt, return_dict=False
             )
             assert encode(tokenizer, text, specials) == list(expected)
+
+
+@pytest.mark.slow
+def test_smollm2_for_the_other_lessons_splits_every_string_as_lesson_9_does(metadata):
+    from lessons.common.llm.smollm2 import as_pretrained
+    from lessons.common.runs import tokenize
+    from lessons.common.ui import loaders
+
+    chat = loaders.get_chat_model()
+    wrapped = as_pretrained(chat, "SmolLM2-135M-Instruct")
+    assert wrapped.model is chat.loaded.model and wrapped.name == "SmolLM2-135M-Instruct"
+    for text in corpus(metadata):
+        tokenized = tokenize(wrapped.tokenizer, text, max_tokens=100_000)
+        assert list(tokenized.input_ids) == chat.encode(text), text
+        assert all(0 <= start <= end <= len(text) for start, end in tokenized.offsets)
+    assert tokenize(wrapped.tokenizer, "word " * 600, max_tokens=512).truncated  # cut where a page cuts it
