@@ -22,8 +22,7 @@ SECTIONS = {
 context = sidebar.current()
 st.title("Causal masking")
 st.markdown(text.WHY_MASK)
-for formula in text.MASK_FORMULAS:
-    st.latex(formula)
+st.latex(text.MASK_FORMULA)
 # While an exercise waits for an answer, the tabs are held back: they would give it away.
 if not check_yourself.offer(exercises.OFFERS, lambda: ui.exercise_head(context)):
     widgets.show_open_tab(SECTIONS, links.TAB, context, renamed=links.RENAMED_TABS)

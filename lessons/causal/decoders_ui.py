@@ -353,8 +353,7 @@ def _layer_weights(reference: str, text: str, token_cap: int, layer: int) -> Ten
 def _token_cap() -> int:
     """How many tokens the sidebar's language model reads: at most the hosting cap, and at most as many as
     lesson 9 lets SmolLM2 read (a page on two CPU cores answers in seconds up to there)."""
-    cap = hosting.current().max_input_tokens
-    return MAX_TOKENS if cap is None else min(cap, MAX_TOKENS)
+    return hosting.current().token_limit(MAX_TOKENS)
 
 
 def language_model_run(context) -> decoding.TextContinuation:

@@ -15,11 +15,11 @@ pass trains all *T* next-token predictions in parallel, each one seeing exactly 
 generating.
 """
 
-# Two lines, not one: side by side they run past the right edge of a tablet (768 px).
-MASK_FORMULAS = (
-    r"\operatorname{weights} = \operatorname{softmax}\!\left(\frac{QK^{\top}}{\sqrt{d_k}} + M\right)",
+MASK_FORMULA = (  # two lines: side by side they run past the right edge of a tablet (768 px)
+    r"\begin{gathered} "
+    r"\operatorname{weights} = \operatorname{softmax}\!\left(\frac{QK^{\top}}{\sqrt{d_k}} + M\right) \\ "
     r"M_{ts} = \begin{cases} 0 & s \le t \ \text{(the past and the token itself)}\\"
-    r" -\infty & s > t \ \text{(the future)} \end{cases}",
+    r" -\infty & s > t \ \text{(the future)} \end{cases} \end{gathered}"
 )
 
 ENCODER_HONESTY = (
