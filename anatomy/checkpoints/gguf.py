@@ -24,7 +24,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
 from torch import Tensor
@@ -66,13 +66,13 @@ class TensorInfo:
 
 @dataclass(frozen=True)
 class GGUFFile:
-    """A GGUF file's metadata and tensor table, with the raw bytes its tensors are read from."""
+    """A GGUF file's metadata and tensor table. The tensors stay in the file until `read_tensor` reads one: a
+    loader then holds one tensor's bytes at a time, never the whole file beside the weights it becomes."""
 
     path: Path
     version: int
     metadata: dict[str, Any]  # key -> str, int, float, bool, or a list of them
     tensors: dict[str, TensorInfo]
-    data: bytearray  # the whole file
     data_start: int  # where the (aligned) tensor data begins
 
 
@@ -82,17 +82,24 @@ _STRING, _ARRAY = 8, 9
 
 
 class _Reader:
-    """Walks the header; every read checks that it stays inside the file, so a truncated file fails cleanly."""
+    """Walks the header, reading the file as far as the header goes (a megabyte at a time); every read checks
+    that it stays inside the file, so a truncated file fails cleanly."""
 
-    def __init__(self, data: bytearray, path: Path):
-        self.data, self.path, self.position = data, path, 0
+    CHUNK_BYTES = 1 << 20
+
+    def __init__(self, file: BinaryIO, path: Path, file_size: int):
+        self.file, self.path, self.file_size = file, path, file_size
+        self.data, self.position = bytearray(), 0  # the file's first bytes, as far as read so far
 
     def _need(self, count: int) -> None:
-        if self.position + count > len(self.data):
+        end = self.position + count
+        if end > self.file_size:
             raise GGUFFormatError(
-                f"{self.path.name}: the header ends early (it needs byte {self.position + count:,}, the file has "
-                f"{len(self.data):,}): the file is truncated or corrupt"
+                f"{self.path.name}: the header ends early (it needs byte {end:,}, the file has "
+                f"{self.file_size:,}): the file is truncated or corrupt"
             )
+        if end > len(self.data):
+            self.data += self.file.read(max(self.CHUNK_BYTES, end - len(self.data)))
 
     def unpack(self, fmt: str) -> tuple:
         size = struct.calcsize("<" + fmt)
@@ -129,39 +136,38 @@ class _Reader:
 def read_gguf(path: str | Path) -> GGUFFile:
     """Metadata and tensor table of a GGUF file (versions 2 and 3); the tensors are read by `read_tensor`."""
     path = Path(path)
+    file_size = path.stat().st_size
     with path.open("rb") as file:
-        data = bytearray(path.stat().st_size)
-        file.readinto(data)
-    if data[:4] != GGUF_MAGIC:
-        raise GGUFFormatError(f"{path.name} does not start with the bytes 'GGUF': it is not a GGUF file")
-    reader = _Reader(data, path)
-    reader.position = 4
-    version, tensor_count, metadata_count = reader.unpack("IQQ")
-    if version not in (2, 3):
-        raise GGUFFormatError(f"{path.name} is GGUF version {version}; versions 2 and 3 can be read")
-    metadata = {}
-    for _ in range(metadata_count):
-        key = reader.string()
-        metadata[key] = reader.value(reader.unpack("I")[0])
-    tensors = {}
-    for _ in range(tensor_count):
-        name = reader.string()
-        (num_dims,) = reader.unpack("I")
-        file_shape = reader.unpack(f"{num_dims}Q")
-        type_id, offset = reader.unpack("IQ")
-        type_name = GGML_TYPE_NAMES.get(type_id, f"type {type_id}")
-        tensors[name] = TensorInfo(
-            name, type_name, tuple(reversed(file_shape)), offset, _byte_count(name, type_name, file_shape)
-        )
+        if file.read(4) != GGUF_MAGIC:
+            raise GGUFFormatError(f"{path.name} does not start with the bytes 'GGUF': it is not a GGUF file")
+        reader = _Reader(file, path, file_size)
+        reader.data, reader.position = bytearray(GGUF_MAGIC), 4
+        version, tensor_count, metadata_count = reader.unpack("IQQ")
+        if version not in (2, 3):
+            raise GGUFFormatError(f"{path.name} is GGUF version {version}; versions 2 and 3 can be read")
+        metadata = {}
+        for _ in range(metadata_count):
+            key = reader.string()
+            metadata[key] = reader.value(reader.unpack("I")[0])
+        tensors = {}
+        for _ in range(tensor_count):
+            name = reader.string()
+            (num_dims,) = reader.unpack("I")
+            file_shape = reader.unpack(f"{num_dims}Q")
+            type_id, offset = reader.unpack("IQ")
+            type_name = GGML_TYPE_NAMES.get(type_id, f"type {type_id}")
+            tensors[name] = TensorInfo(
+                name, type_name, tuple(reversed(file_shape)), offset, _byte_count(name, type_name, file_shape)
+            )
     alignment = int(metadata.get("general.alignment", DEFAULT_ALIGNMENT))
     data_start = -(-reader.position // alignment) * alignment  # round up to the alignment
     for info in tensors.values():
         end = data_start + info.offset + info.num_bytes
-        if end > len(data):
+        if end > file_size:
             raise GGUFFormatError(
-                f"{path.name}: tensor {info.name} ends at byte {end:,} but the file has {len(data):,}: it is truncated"
+                f"{path.name}: tensor {info.name} ends at byte {end:,} but the file has {file_size:,}: it is truncated"
             )
-    return GGUFFile(path, version, metadata, tensors, data, data_start)
+    return GGUFFile(path, version, metadata, tensors, data_start)
 
 
 def _byte_count(name: str, type_name: str, file_shape: tuple[int, ...]) -> int:
@@ -224,10 +230,14 @@ DEQUANTIZERS = {
 
 
 def read_tensor(gguf: GGUFFile, name: str) -> Tensor:
-    """One tensor as float32, in torch order: a new tensor, never a view into the file's bytes."""
+    """One tensor as float32, in torch order, read from the file."""
     info = gguf.tensors[name]
-    start = gguf.data_start + info.offset
-    raw = torch.frombuffer(gguf.data, dtype=torch.uint8, count=info.num_bytes, offset=start)
+    stored = bytearray(info.num_bytes)
+    with gguf.path.open("rb") as file:
+        file.seek(gguf.data_start + info.offset)
+        if file.readinto(stored) != info.num_bytes:
+            raise GGUFFormatError(f"{gguf.path.name}: tensor {name} ends past the end of the file: it was cut since")
+    raw = torch.frombuffer(stored, dtype=torch.uint8)
     bytes_per_row = _byte_count(name, info.type_name, (info.shape[-1],))
     rows = raw.reshape(info.num_bytes // bytes_per_row, bytes_per_row)  # (rows, bytes per row)
     return DEQUANTIZERS[info.type_name](rows).reshape(info.shape)

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import anatomy
+from anatomy.checkpoints import gguf as gguf_module
 from anatomy.checkpoints.gguf import (
     GGUFFormatError,
     UnsupportedGGUFError,
@@ -59,7 +60,9 @@ def test_every_tensor_dequantizes_bit_for_bit_as_the_gguf_package_does(files, ki
         assert torch.equal(read_tensor(ours, name), values), name
 
 
-def test_metadata_and_tensor_table_equal_the_gguf_readers(files):
+@pytest.mark.parametrize("chunk_bytes", [1 << 20, 7], ids=["header in one read", "header in 7-byte reads"])
+def test_metadata_and_tensor_table_equal_the_gguf_readers(files, monkeypatch, chunk_bytes):
+    monkeypatch.setattr(gguf_module._Reader, "CHUNK_BYTES", chunk_bytes)
     ours = read_gguf(files["Q4_1"])
     reader = gguf.GGUFReader(str(files["Q4_1"]))
     fields = {key: field.contents() for key, field in reader.fields.items() if not key.startswith("GGUF.")}
@@ -177,6 +180,15 @@ def test_a_file_cut_in_its_tensor_data_names_the_tensor_that_ends_past_the_end(t
     content = files["Q4_1"].read_bytes()
     with pytest.raises(GGUFFormatError, match=r"tensor blk\.\d\.\w+\.weight ends at byte [\d,]+ but the file has"):
         read_gguf(broken(tmp_path, content[:-1]))
+
+
+def test_a_file_cut_after_its_header_was_read_names_the_tensor_it_no_longer_holds(tmp_path, files):
+    path = broken(tmp_path, files["Q4_1"].read_bytes())
+    header = read_gguf(path)
+    last = max(header.tensors.values(), key=lambda info: info.offset)
+    path.write_bytes(path.read_bytes()[:-1])
+    with pytest.raises(GGUFFormatError, match=rf"tensor {last.name} ends past the end of the file"):
+        read_tensor(header, last.name)
 
 
 def test_random_bytes_after_a_valid_start_fail_as_a_truncated_or_corrupt_header(tmp_path):

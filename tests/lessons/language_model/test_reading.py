@@ -38,12 +38,13 @@ def test_the_capital_of_france_is_paris_with_probability_077(chat):
 
 
 @pytest.mark.slow  # loads SmolLM2 (seconds, once)
-def test_one_layer_rerun_alone_gives_the_fully_traced_models_attention(chat):
+@pytest.mark.parametrize("layer", [0, 7, 29])
+def test_the_blocks_up_to_one_layer_give_the_fully_traced_models_attention_there(chat, layer):
     model = reading.decoder_of(chat)
     ids = tuple(chat.encode("time flies like an arrow"))
     with torch.no_grad():
-        full = model(reading.as_batch(ids, model), trace=True).recorded_trace.layers[7].attention.weights[0]
-    alone = reading.layer_attention(model, ids, 7)
+        full = model(reading.as_batch(ids, model), trace=True).recorded_trace.layers[layer].attention.weights[0]
+    alone = reading.layer_attention(model, ids, layer)
     assert alone.shape == (9, 5, 5)  # nine query heads, even though only three key heads are computed
     torch.testing.assert_close(alone, full.float().cpu(), atol=1e-6, rtol=0)
     assert torch.allclose(alone.sum(-1), torch.ones(9, 5), atol=1e-5)
