@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1.element_tree import Code, Text
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 TIMEOUT_SECONDS = 120
@@ -110,6 +111,12 @@ def all_markdown(app: AppTest) -> str:
     for kind in ("caption", "title", "header", "subheader", "info", "warning", "error", "success"):
         parts.extend(str(element.value) for element in getattr(app, kind))
     return "\n".join(parts)
+
+
+def literal_texts(app: AppTest) -> list[str]:
+    """Every text the page showed literally (`widgets.show_literal`: st.text, or st.code when st.text would
+    change it), in the order drawn."""
+    return [node.value for node in app.main if isinstance(node, (Text, Code))]
 
 
 def aligned_lines(app: AppTest) -> list[list[str]]:

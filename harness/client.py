@@ -59,7 +59,7 @@ class PageRun:
         return next(button for button in self.of_kind("button") if button.id.endswith(f"-{key}"))
 
     def messages(self, container: int | None = None) -> list[str]:
-        """The text of every markdown, caption, alert and code block, in the order they came (an element
+        """The text of every markdown, caption, alert, code block and literal text, in the order they came (an element
         later replaced by another in the same place, such as a notice while waiting, is kept too)."""
         texts = []
         for where, element in self.elements:
@@ -70,6 +70,8 @@ class PageRun:
                 texts.append(getattr(element, kind).body)
             elif kind == "code":
                 texts.append(element.code.code_text)
+            elif kind == "text":
+                texts.append(element.text.body)
         return texts
 
     def figure_labels(self) -> list[str]:

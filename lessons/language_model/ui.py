@@ -279,6 +279,13 @@ def show_attention(chat: ChatModel, tokens: ModelTokens, study_text: str) -> Non
 # --- The chat template -------------------------------------------------------------------------------------
 
 
+def with_line_breaks_marked(text: str) -> str:
+    """Each line break shown as ↵ at the end of its line: the chat template's line breaks are tokens the model
+    reads, and the last one, after "assistant", would otherwise be invisible."""
+    marked = text.replace("\n", reading.SHOWN_NEWLINE + "\n")
+    return marked[:-1] if marked.endswith("\n") else marked
+
+
 def show_chat(chat: ChatModel) -> None:
     st.markdown(text.CHAT)
     message = linked.text_input("Your message", links.MESSAGE, DEFAULT_MESSAGE, max_chars=MAX_MESSAGE_CHARACTERS)
@@ -286,7 +293,11 @@ def show_chat(chat: ChatModel) -> None:
         st.info(text.EMPTY_MESSAGE, icon=":material/edit_note:")
         return
     prompt, tokens = chat_of(message)
-    widgets.show_literal(prompt, "The text the model reads, laid out by the chat template")
+    widgets.show_literal(
+        with_line_breaks_marked(prompt),
+        f"The text the model reads, laid out by the chat template ({reading.SHOWN_NEWLINE} marks each line break, "
+        "as in the tables)",
+    )
     if tokens.truncated:
         st.warning(text.cut_notice(tokens.untruncated_length, len(tokens)), icon=":material/content_cut:")
     st.caption(f"The same text as {len(tokens)} tokens; the {sum(tokens.special)} special tokens are highlighted.")

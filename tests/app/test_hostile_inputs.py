@@ -86,7 +86,7 @@ def test_the_checks_catch_markup_that_reached_markdown_and_pass_text_shown_liter
     rendered = AppTest.from_string("import streamlit as st\nst.markdown(st.session_state['t'])")
     rendered.session_state["t"] = TEXTS["markdown_image"]
     assert problems_after(rendered.run(), TEXTS["markdown_image"])
-    literal = AppTest.from_string("import streamlit as st\nst.code(st.session_state['t'], language=None)")
+    literal = AppTest.from_string("import streamlit as st\nst.text(st.session_state['t'])")
     literal.session_state["t"] = TEXTS["markdown_image"]
     assert problems_after(literal.run(), TEXTS["markdown_image"]) == []
 
@@ -201,3 +201,18 @@ def _page_with_html(body: str) -> None:
 def test_the_only_raw_html_a_page_may_draw_is_a_style_sheet(body, refused):
     app = AppTest.from_function(_page_with_html, args=(body,)).run()
     assert bool(problems_after(app, "")) is refused
+
+
+@pytest.mark.parametrize("name", sorted(TEXTS))
+def test_literal_text_is_shown_exactly_whichever_element_draws_it(name):
+    app = AppTest.from_string(
+        "import streamlit as st\nfrom lessons.common.ui import widgets\nwidgets.show_literal(st.session_state['t'])"
+    )
+    app.session_state["t"] = TEXTS[name]
+    app.run()
+    (shown,) = [*app.text, *app.code]
+    if app.text:
+        assert shown.value == TEXTS[name]
+    else:  # st.code, which leaves out line breaks at the very start and end, and draws an empty text as a space
+        assert shown.value.strip("\n") == (TEXTS[name] or " ").strip("\n")
+    assert problems_after(app, TEXTS[name]) == []

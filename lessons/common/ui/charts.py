@@ -175,8 +175,19 @@ FORMULA_RULES = (
 )
 
 
+# Literal text (`widgets.show_literal`, the only user of st.text): a box in the code font, so that a learner
+# sees where the text starts and ends and which spaces it holds; a word longer than the line breaks anywhere
+# rather than running off a phone's screen. The grey reads on both themes' backgrounds.
+LITERAL_TEXT_RULES = (
+    '[data-testid="stText"] { background: rgba(128, 128, 128, 0.12); border-radius: 0.5rem; '
+    "padding: 0.75rem 1rem; overflow-wrap: anywhere; }"
+    '[data-testid="stText"] * { font-family: "Source Code Pro", monospace; font-size: 0.875rem; '
+    "overflow-wrap: anywhere; }"
+)
+
+
 def prepare_page() -> None:
-    """Once per run (app.py): the SVG button in every chart's toolbar, chart text readable in both themes, and
-    formulas that fit a phone."""
-    st.html(f"<style>{CHART_TEXT_RULES}{FORMULA_RULES}</style>")
+    """Once per run (app.py): the SVG button in every chart's toolbar, chart text readable in both themes,
+    formulas that fit a phone, and literal text in a box."""
+    st.html(f"<style>{CHART_TEXT_RULES}{FORMULA_RULES}{LITERAL_TEXT_RULES}</style>")
     st.html(SVG_BUTTON_SCRIPT, unsafe_allow_javascript=True, width="content")

@@ -4,6 +4,7 @@ expanders that run only while open, and figures built once. (Choices bound to th
 from __future__ import annotations
 
 import inspect
+import textwrap
 from collections.abc import Callable, Iterable
 
 import pandas as pd
@@ -14,11 +15,23 @@ from lessons.common.safe_text import code_fence
 from lessons.common.ui import charts
 
 
+def shown_unchanged_by_st_text(text: str) -> bool:
+    """Whether st.text shows `text` exactly: it removes the indentation all lines share and the whitespace at
+    both ends (`textwrap.dedent(text).strip()`), so a text with either needs st.code."""
+    return bool(text) and textwrap.dedent(text).strip() == text
+
+
 def show_literal(text: str, label: str | None = None) -> None:
-    """User text exactly as typed: never interpreted as markdown or HTML."""
+    """User text exactly as typed: never interpreted as markdown or HTML, every space and line break kept,
+    long lines wrapped. st.text draws it in a box (`charts.LITERAL_TEXT_RULES`) whenever it can show it
+    unchanged; otherwise st.code does, which is exact but makes the browser load and run a 1.5 MB syntax
+    highlighter first (about half a second of a page's paint) for a text nobody needs coloured."""
     if label:
         st.caption(label)
-    st.code(text if text else " ", language=None, wrap_lines=True)
+    if shown_unchanged_by_st_text(text):
+        st.text(text)
+    else:
+        st.code(text if text else " ", language=None, wrap_lines=True)
 
 
 NO_BREAK_SPACE = "\u00a0"

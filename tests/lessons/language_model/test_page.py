@@ -7,8 +7,18 @@ import pytest
 import torch
 
 from anatomy.generation import Sampling, generate
-from harness.apptest import HOSTILE_TEXTS, all_markdown, assert_clean, chart, chart_keys, numbers, open_page, table_with
-from lessons.language_model import links, reading, text, writing
+from harness.apptest import (
+    HOSTILE_TEXTS,
+    all_markdown,
+    assert_clean,
+    chart,
+    chart_keys,
+    literal_texts,
+    numbers,
+    open_page,
+    table_with,
+)
+from lessons.language_model import links, reading, text, ui, writing
 
 pytestmark = pytest.mark.slow  # every test runs SmolLM2 through the page (seconds each)
 
@@ -25,7 +35,7 @@ def open_tab(tab: str, study_text: str = PROMPT, **query: str):
 
 def shown_text(app) -> list[str]:
     """Every literal block the page drew (user text and model output go there, never to markdown)."""
-    return [block.value for block in app.code]
+    return literal_texts(app)
 
 
 def test_the_page_opens_on_the_next_token_and_runs_only_the_open_tab():
@@ -121,7 +131,8 @@ def test_the_chat_template_tokens_are_the_tokenizers_with_special_tokens_marked(
     message = "What is the capital of France?"
     app = open_tab(CHAT, **{links.MESSAGE: message, links.REPLY: "true"})
     prompt = chat.chat_prompt([{"role": "user", "content": message}])
-    assert shown_text(app)[0] == prompt.rstrip("\n")  # st.code drops a last newline (the table keeps its ↵)
+    assert shown_text(app)[0] == ui.with_line_breaks_marked(prompt)
+    assert shown_text(app)[0].replace("↵\n", "\n").replace("↵", "\n") == prompt  # every line break, marked
     tokens = [frame.value for frame in app.dataframe if "kind" in frame.value.columns][-1]  # after the text's own
     assert tokens["id"].tolist() == chat.encode(prompt)
     assert tokens.loc[tokens["kind"] == "special", "piece"].tolist() == ["<|im_start|>", "<|im_end|>"] * 2 + [
