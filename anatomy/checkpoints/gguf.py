@@ -108,11 +108,15 @@ class _Reader:
         self.position += size
         return values
 
+    def raw_bytes(self, count: int) -> bytes:
+        self._need(count)
+        raw = bytes(self.data[self.position : self.position + count])
+        self.position += count
+        return raw
+
     def string(self) -> str:
         (length,) = self.unpack("Q")
-        self._need(length)
-        raw = self.data[self.position : self.position + length]
-        self.position += length
+        raw = self.raw_bytes(length)
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError as error:
@@ -138,10 +142,9 @@ def read_gguf(path: str | Path) -> GGUFFile:
     path = Path(path)
     file_size = path.stat().st_size
     with path.open("rb") as file:
-        if file.read(4) != GGUF_MAGIC:
-            raise GGUFFormatError(f"{path.name} does not start with the bytes 'GGUF': it is not a GGUF file")
         reader = _Reader(file, path, file_size)
-        reader.data, reader.position = bytearray(GGUF_MAGIC), 4
+        if file_size < len(GGUF_MAGIC) or reader.raw_bytes(len(GGUF_MAGIC)) != GGUF_MAGIC:
+            raise GGUFFormatError(f"{path.name} does not start with the bytes 'GGUF': it is not a GGUF file")
         version, tensor_count, metadata_count = reader.unpack("IQQ")
         if version not in (2, 3):
             raise GGUFFormatError(f"{path.name} is GGUF version {version}; versions 2 and 3 can be read")
