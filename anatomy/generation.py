@@ -87,7 +87,7 @@ def generate(
     finished = torch.zeros(input_ids.size(0), 1, dtype=torch.bool, device=input_ids.device)
     stop_ids = torch.tensor(sorted(stop_token_ids), dtype=input_ids.dtype, device=input_ids.device)
     for _ in range(max_new_tokens):
-        logits = model(step_input, cache=cache, last_logits_only=True).logits[:, -1]  # (B, V)
+        logits = model(step_input, cache=cache, last_logits_only=True, keep_hidden_states=False).logits[:, -1]  # (B, V)
         chosen = next_tokens(logits, sampling, generator)  # (B, 1)
         chosen = torch.where(finished, sequence[:, -1:], chosen)  # a finished sequence repeats its stop token
         sequence = torch.cat((sequence, chosen), dim=1)

@@ -23,7 +23,8 @@ class StackOutput:
     """What a stack returns: final states, the states between blocks, and the optional full trace."""
 
     last_hidden_state: Tensor  # (B, T, D)
-    hidden_states: tuple[Tensor, ...]  # L + 1 tensors (B, T, D): the embeddings, then each block's output
+    hidden_states: tuple[Tensor, ...]  # L + 1 tensors (B, T, D): the embeddings, then each block's output;
+    # () when the forward was asked not to keep them
     trace: ModelTrace | None = None  # every intermediate, when asked for
     logits: Tensor | None = None  # (B, T, V) for language models, (B, num_labels) for classifiers
 
@@ -40,15 +41,26 @@ class StackOutput:
         return tuple(layer.attention.weights for layer in self.recorded_trace.layers)
 
 
-def _run_stack(layers, embeddings_output, embedding_trace, mask, trace, final_norm=None, cache=None, **layer_kwargs):
-    """Feed the embeddings through every block, keeping each block's output (and trace)."""
+def _run_stack(
+    layers,
+    embeddings_output,
+    embedding_trace,
+    mask,
+    trace,
+    final_norm=None,
+    cache=None,
+    keep_hidden_states=True,
+    **layer_kwargs,
+):
+    """Feed the embeddings through every block, keeping each block's output (unless told not to) and trace."""
     hidden = embeddings_output
-    hidden_states, layer_traces = [hidden], []
+    hidden_states, layer_traces = ([hidden] if keep_hidden_states else []), []
     for index, layer in enumerate(layers):
         if cache is not None:
             layer_kwargs["cache"] = cache.layers[index]
         hidden, layer_trace = layer(hidden, mask, trace=trace, **layer_kwargs)
-        hidden_states.append(hidden)
+        if keep_hidden_states:
+            hidden_states.append(hidden)
         layer_traces.append(layer_trace)
     if final_norm is not None:
         hidden = final_norm(hidden)
@@ -140,17 +152,22 @@ class DecoderOnlyLM(nn.Module):
         trace: bool = False,
         cache: KVCache | None = None,
         last_logits_only: bool = False,
+        keep_hidden_states: bool = True,
     ) -> StackOutput:
         """(B, T) ids -> logits (B, T, V) for the token after each position.
 
         With a `cache`, the ids continue the sequence the cache has read (and are added to it);
         `attention_mask` (B, S) then covers the cached tokens too. `last_logits_only` scores the last position
         alone, (B, 1, V): all that generation needs, and the LM head is a large share of a small model's work.
+        `keep_hidden_states=False` lets each block's output go once the next block has read it: a forward that
+        wants only logits (generation) then holds one (B, T, D) state at a time instead of L + 1.
         """
         num_cached = 0 if cache is None else cache.length
         embedded, embedding_trace = self.embeddings(input_ids, trace=trace, first_position=num_cached)
         mask = None if attention_mask is None else padding_mask(attention_mask)
-        stack = _run_stack(self.layers, embedded, embedding_trace, mask, trace, self.final_norm, cache=cache)
+        stack = _run_stack(
+            self.layers, embedded, embedding_trace, mask, trace, self.final_norm, cache, keep_hidden_states
+        )
         head = self.embeddings.token.weight if self.lm_head is None else self.lm_head.weight  # (V, D)
         scored = stack.last_hidden_state[:, -1:] if last_logits_only else stack.last_hidden_state
         logits = F.linear(scored, head)  # (B, T, V): every position's vector against every token's row

@@ -280,7 +280,9 @@ def read_text(model: DecoderOnlyLM, tokenizer, text: str, max_tokens: int | None
         raise ValueError("the text makes no tokens")
     device = next(model.parameters()).device
     with torch.inference_mode():
-        output = model(torch.tensor([list(tokenized.input_ids)], device=device), last_logits_only=True)
+        output = model(
+            torch.tensor([list(tokenized.input_ids)], device=device), last_logits_only=True, keep_hidden_states=False
+        )
     return TextContinuation(tokenized, float64_on_the_cpu(output.logits[0, -1]).softmax(dim=-1))
 
 

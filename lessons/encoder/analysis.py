@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -220,13 +220,16 @@ def untrained_layers(
     placement: Literal["pre", "post"],
     num_layers: int = DEMO_LAYERS,
     seed: int = DEMO_SEED,
-) -> nn.ModuleList:
-    """A freshly initialised stack of encoder blocks in eval mode. Placement changes no shape, so the same
-    seed gives the pre-LN and the post-LN stack exactly the same weights."""
+) -> Iterator[EncoderLayer]:
+    """Freshly initialised encoder blocks in eval mode, built one at a time as they are asked for, so a stack
+    run through them holds one block's weights at once. Placement changes no shape, so the same seed gives the
+    pre-LN and the post-LN stack exactly the same weights."""
     demo_config = replace(config, norm=placement, num_layers=num_layers, dropout=0.0)
-    layers = nn.ModuleList(EncoderLayer(demo_config) for _ in range(num_layers))
-    _initialise_linear_layers(layers, torch.Generator().manual_seed(seed))
-    return layers.eval().requires_grad_(False)
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(num_layers):
+        layer = EncoderLayer(demo_config)
+        _initialise_linear_layers(layer, generator)
+        yield layer.eval().requires_grad_(False)
 
 
 @dataclass(frozen=True)
@@ -247,11 +250,10 @@ def main_path_growth(
     seed: int = DEMO_SEED,
 ) -> NormGrowth:
     """Run `embeddings` (1, T, D) through an untrained, seeded stack and measure ‖h‖ after every block."""
-    layers = untrained_layers(config, placement, num_layers, seed).to(embeddings.device, embeddings.dtype)
     hidden = embeddings
     norms = [hidden[0].norm(dim=-1)]
-    for layer in layers:
-        hidden, _ = layer(hidden)
+    for layer in untrained_layers(config, placement, num_layers, seed):
+        hidden, _ = layer.to(embeddings.device, embeddings.dtype)(hidden)
         norms.append(hidden[0].norm(dim=-1))
     final_norms = None
     if placement == "pre":

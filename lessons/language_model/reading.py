@@ -131,7 +131,7 @@ class Candidates:
 @torch.no_grad()
 def next_token_probabilities(model: DecoderOnlyLM, ids: tuple[int, ...]) -> Tensor:
     """(V,) softmax of the last position's logits: the model's distribution over the token after the text."""
-    logits = model(as_batch(ids, model), last_logits_only=True).logits[0, -1]  # (V,)
+    logits = model(as_batch(ids, model), last_logits_only=True, keep_hidden_states=False).logits[0, -1]  # (V,)
     return logits.float().softmax(dim=-1)
 
 

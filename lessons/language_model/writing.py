@@ -50,7 +50,7 @@ def write(
     cache = model.new_cache()
     step_input, steps = prompt, []
     for _ in range(max_new_tokens):
-        logits = model(step_input, cache=cache, last_logits_only=True).logits[:, -1]  # (1, V)
+        logits = model(step_input, cache=cache, last_logits_only=True, keep_hidden_states=False).logits[:, -1]
         chosen = next_tokens(logits, sampling, generator)  # (1, 1)
         steps.append(_record(logits.float()[0], int(chosen), sampling))
         if int(chosen) in stop_token_ids:

@@ -127,6 +127,16 @@ def test_logits_read_through_a_kv_cache_equal_a_full_recompute(ours, input_ids):
     assert largest_difference(torch.cat(pieces, dim=1), full) <= CACHE_TOLERANCE
 
 
+def test_a_forward_that_keeps_no_hidden_states_returns_none_and_the_same_last_logits(ours, input_ids):
+    kept = ours(input_ids)
+    lean = ours(input_ids, last_logits_only=True, keep_hidden_states=False)
+    assert len(kept.hidden_states) == 3  # the embeddings, then each of the 2 blocks' outputs
+    assert lean.hidden_states == ()
+    assert torch.equal(lean.last_hidden_state, kept.last_hidden_state)
+    assert lean.logits is not None and lean.logits.shape == (2, 1, VOCABULARY)
+    assert largest_difference(lean.logits, kept.logits[:, -1:]) <= TOLERANCE
+
+
 def test_attention_maps_read_through_a_cache_are_the_rows_of_the_full_map(ours, input_ids):
     full = ours(input_ids, trace=True).attentions
     cache = ours.new_cache()

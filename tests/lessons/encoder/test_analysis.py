@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from anatomy.config import PRESETS, parameter_count
 from anatomy.models import SequenceClassifier
@@ -208,13 +209,13 @@ def test_each_block_owns_the_four_rows_of_the_main_path_labelled_with_its_number
 
 def test_the_same_seed_gives_pre_and_post_ln_the_same_weights_whatever_the_global_generator():
     torch.manual_seed(1)
-    pre = stack_analysis.untrained_layers(PRESETS["all-MiniLM-L6-v2"], "pre")
+    pre = nn.ModuleList(stack_analysis.untrained_layers(PRESETS["all-MiniLM-L6-v2"], "pre"))
     torch.manual_seed(2)
-    post = stack_analysis.untrained_layers(PRESETS["all-MiniLM-L6-v2"], "post")
+    post = nn.ModuleList(stack_analysis.untrained_layers(PRESETS["all-MiniLM-L6-v2"], "post"))
     assert len(pre) == 6 and pre[0].norm_placement == "pre" and post[0].norm_placement == "post"
-    for (name, mine), (_, theirs) in zip(pre.state_dict().items(), post.state_dict().items()):
+    for (name, mine), (_, theirs) in zip(pre.state_dict().items(), post.state_dict().items(), strict=True):
         assert torch.equal(mine, theirs), name
-    other_seed = stack_analysis.untrained_layers(PRESETS["all-MiniLM-L6-v2"], "pre", seed=1)
+    other_seed = list(stack_analysis.untrained_layers(PRESETS["all-MiniLM-L6-v2"], "pre", seed=1))
     assert not torch.equal(other_seed[0].attention.query.weight, pre[0].attention.query.weight)
     bound = 1 / math.sqrt(384)
     assert pre[0].feed_forward.expand.weight.abs().max().item() <= bound
