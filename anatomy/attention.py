@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from anatomy.cache import LayerCache
-from anatomy.rotary import rotate
+from anatomy.rotary import Rotation
 from anatomy.trace import AttentionTrace
 
 
@@ -174,24 +174,25 @@ class MultiHeadAttention(nn.Module):
         *,
         mask: Tensor | None = None,
         trace: bool = False,
-        positions: Tensor | None = None,
+        rotation: Rotation | None = None,
         cache: LayerCache | None = None,
     ) -> tuple[Tensor, AttentionTrace | None]:
         """(B, T, D) queries' source and (B, S, D) keys' and values' source (the same sequence when None)
         -> (B, T, D), plus every intermediate when trace=True.
 
-        `positions` (T,) are the queries' positions, needed with rotary embeddings. `cache` holds the keys and
-        values of earlier tokens: this call's are appended to it, and the queries attend to all of them.
+        `rotation` holds the angles of the queries' positions (`Rotation.at`), needed with rotary embeddings.
+        `cache` holds the keys and values of earlier tokens: this call's are appended to it, and the queries
+        attend to all of them.
         """
         source = queries_from if keys_and_values_from is None else keys_and_values_from
         query = split_heads(self.query(queries_from), self.num_heads)  # (B, H, T, d_head)
         key = split_heads(self.key(source), self.num_kv_heads)  # (B, H_kv, S, d_head)
         value = split_heads(self.value(source), self.num_kv_heads)  # (B, H_kv, S, d_head)
         if self.rope_theta is not None:
-            if positions is None:
-                raise ValueError("rotary attention needs the positions of its tokens")
-            query = rotate(query, positions, self.rope_theta)  # a query's angle depends on its own position,
-            key = rotate(key, positions, self.rope_theta)  # so does a key's: cached keys stay valid
+            if rotation is None:
+                raise ValueError("rotary attention needs the rotation of its tokens' positions (Rotation.at)")
+            query = rotation.apply(query)  # a query's angle depends on its own position,
+            key = rotation.apply(key)  # so does a key's: cached keys stay valid
         if cache is not None:
             key, value = cache.extend(key, value)  # (B, H_kv, S, d_head) the earlier tokens' and these
         group = self.num_heads // self.num_kv_heads

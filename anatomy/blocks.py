@@ -27,6 +27,7 @@ from anatomy.config import DecoderConfig, NormPlacement, TransformerConfig
 from anatomy.feedforward import FeedForward
 from anatomy.masks import causal_mask, combine_masks
 from anatomy.norms import make_norm
+from anatomy.rotary import Rotation
 from anatomy.trace import LayerTrace
 
 
@@ -90,6 +91,16 @@ class EncoderLayer(ResidualBlock):
         )
 
 
+def rotation_of(config: DecoderConfig, x: Tensor, num_cached: int = 0) -> Rotation | None:
+    """The angles of the positions of x (B, T, D), which follow `num_cached` earlier tokens; None unless the
+    configuration's positions are rotary. They are the same in every layer, so a model computes them once per
+    forward and hands them to each layer."""
+    if config.positions != "rotary":
+        return None
+    positions = torch.arange(num_cached, num_cached + x.size(1), device=x.device)  # (T,)
+    return Rotation.at(positions, config.head_width, config.rope_theta, x.dtype)
+
+
 class DecoderLayer(ResidualBlock):
     """Masked self-attention, then (in an encoder-decoder model) cross-attention over the encoder's output,
     then the feed-forward network.
@@ -102,6 +113,7 @@ class DecoderLayer(ResidualBlock):
 
     def __init__(self, config: DecoderConfig):
         super().__init__(config)
+        self.config = config
         self.causal = config.causal
         width, eps, bias = config.width, config.layer_norm_eps, config.bias
         self.attention = MultiHeadAttention(
@@ -129,19 +141,22 @@ class DecoderLayer(ResidualBlock):
         memory: Tensor | None = None,
         memory_mask: Tensor | None = None,
         cache: LayerCache | None = None,
+        rotation: Rotation | None = None,
     ) -> tuple[Tensor, LayerTrace | None]:
         """(B, T, D) -> (B, T, D). `mask` (padding) is combined with the causal mask; `memory` (B, S, D) is the
         encoder's output, which cross-attention reads, and `memory_mask` hides its padding. With a `cache`, x
-        continues the cached tokens: they are attended to, and this call's keys and values join them."""
+        continues the cached tokens: they are attended to, and this call's keys and values join them.
+        A rotary layer computes its `rotation` when it is not given one (`rotation_of`)."""
         layer_input = x
         num_cached = 0 if cache is None else cache.length
-        positions = torch.arange(num_cached, num_cached + x.size(1), device=x.device)  # (T,)
+        if rotation is None:
+            rotation = rotation_of(self.config, x, num_cached)
         causal = causal_mask(x.size(1), x.device, num_cached) if self.causal else None  # (T, S)
         self_mask = combine_masks(causal, mask)
 
         attention_input = self.before(self.attention_norm, x)
         attended, attention = self.attention(
-            attention_input, mask=self_mask, trace=trace, positions=positions, cache=cache
+            attention_input, mask=self_mask, trace=trace, rotation=rotation, cache=cache
         )
         attention_sum = x + self.dropout(attended)
         x = self.after(self.attention_norm, attention_sum)

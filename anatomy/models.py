@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from anatomy.blocks import DecoderLayer, EncoderLayer
+from anatomy.blocks import DecoderLayer, EncoderLayer, rotation_of
 from anatomy.cache import KVCache
 from anatomy.config import DecoderConfig, EncoderConfig
 from anatomy.embeddings import Embeddings
@@ -165,8 +165,17 @@ class DecoderOnlyLM(nn.Module):
         num_cached = 0 if cache is None else cache.length
         embedded, embedding_trace = self.embeddings(input_ids, trace=trace, first_position=num_cached)
         mask = None if attention_mask is None else padding_mask(attention_mask)
+        rotation = rotation_of(self.config, embedded, num_cached)  # the same in every layer: computed once
         stack = _run_stack(
-            self.layers, embedded, embedding_trace, mask, trace, self.final_norm, cache, keep_hidden_states
+            self.layers,
+            embedded,
+            embedding_trace,
+            mask,
+            trace,
+            self.final_norm,
+            cache,
+            keep_hidden_states,
+            rotation=rotation,
         )
         head = self.embeddings.token.weight if self.lm_head is None else self.lm_head.weight  # (V, D)
         scored = stack.last_hidden_state[:, -1:] if last_logits_only else stack.last_hidden_state

@@ -16,6 +16,8 @@ match, and `anatomy.checkpoints.gguf` puts them back.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor
 
@@ -38,12 +40,31 @@ def rotate_half(x: Tensor) -> Tensor:
     return torch.cat((-second, first), dim=-1)
 
 
-def rotate(x: Tensor, positions: Tensor, theta: float) -> Tensor:
-    """Queries or keys (B, H, T, d_head) turned by the angles of their positions (T,).
+@dataclass(frozen=True)
+class Rotation:
+    """The cosines and sines (T, d_head) of the angles of T positions: all that turning a query or key needs.
 
-    x·cos + rotate_half(x)·sin is the 2-D rotation of every pair, written without building any matrix; the
-    same operations in the same order as Hugging Face's Llama, so the numbers agree bit for bit.
+    The angles depend on the positions alone, not on the layer, so a model computes them once per forward and
+    every layer's queries and keys reuse them (as Hugging Face's Llama does).
     """
-    angles = rotation_angles(positions, x.size(-1), theta)  # (T, d_head)
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-    return x * cos + rotate_half(x) * sin
+
+    cos: Tensor
+    sin: Tensor
+
+    @classmethod
+    def at(cls, positions: Tensor, head_width: int, theta: float, dtype: torch.dtype = torch.float32) -> Rotation:
+        angles = rotation_angles(positions, head_width, theta)  # (T, d_head)
+        return cls(angles.cos().to(dtype), angles.sin().to(dtype))
+
+    def apply(self, x: Tensor) -> Tensor:
+        """Queries or keys (B, H, T, d_head) turned by the angles of their positions.
+
+        x·cos + rotate_half(x)·sin is the 2-D rotation of every pair, written without building any matrix; the
+        same operations in the same order as Hugging Face's Llama, so the numbers agree bit for bit.
+        """
+        return x * self.cos + rotate_half(x) * self.sin
+
+
+def rotate(x: Tensor, positions: Tensor, theta: float) -> Tensor:
+    """Queries or keys (B, H, T, d_head) turned by the angles of their positions (T,)."""
+    return Rotation.at(positions, x.size(-1), theta, x.dtype).apply(x)

@@ -8,12 +8,13 @@ import pytest
 import torch
 
 from anatomy.attention import MultiHeadAttention
+from anatomy.blocks import DecoderLayer, rotation_of
 from anatomy.config import PRESETS, SMOLLM2_135M, DecoderConfig, config_from_hf, parameter_breakdown, parameter_count
 from anatomy.feedforward import FeedForward
 from anatomy.masks import causal_mask
 from anatomy.models import DecoderOnlyLM
 from anatomy.norms import RMSNorm, make_norm
-from anatomy.rotary import rotate
+from anatomy.rotary import Rotation, rotate
 
 pytestmark = pytest.mark.usefixtures("no_autograd")
 
@@ -96,8 +97,9 @@ def test_grouped_query_attention_is_multi_head_attention_with_each_key_value_hea
         getattr(full, name).weight.copy_(heads.repeat_interleave(2, dim=0).reshape(32, 32))
     x = randn(2, 7, 32, seed=5)
     mask = causal_mask(7)
-    grouped_output, trace = grouped(x, mask=mask, trace=True, positions=torch.arange(7))
-    full_output, full_trace = full(x, mask=mask, trace=True, positions=torch.arange(7))
+    rotation = Rotation.at(torch.arange(7), head_width=8, theta=100.0)
+    grouped_output, trace = grouped(x, mask=mask, trace=True, rotation=rotation)
+    full_output, full_trace = full(x, mask=mask, trace=True, rotation=rotation)
     assert torch.allclose(grouped_output, full_output, atol=1e-6)
     assert trace is not None and full_trace is not None
     assert trace.weights.shape == (2, 4, 7, 7)  # one attention map per query head
@@ -113,9 +115,22 @@ def test_multi_query_attention_has_one_key_and_one_value_head():
     assert all(torch.equal(trace.key[:, 0], trace.key[:, head]) for head in range(4))
 
 
-def test_rotary_attention_refuses_to_run_without_positions():
-    with pytest.raises(ValueError, match="positions"):
+def test_rotary_attention_refuses_to_run_without_the_rotation_of_its_positions():
+    with pytest.raises(ValueError, match="rotation of its tokens' positions"):
         MultiHeadAttention(16, 2, rope_theta=10.0)(randn(1, 3, 16))
+
+
+def test_a_rotary_layer_computes_the_rotation_a_model_hands_it_once_per_forward():
+    config = DecoderConfig(vocab_size=50, max_positions=16, width=16, num_heads=4, ff_width=24, positions="rotary")
+    layer = DecoderLayer(config).eval()
+    x = randn(1, 5, 16, seed=3)
+    handed = rotation_of(config, x)
+    assert handed is not None
+    assert torch.equal(layer(x)[0], layer(x, rotation=handed)[0])
+    after_three = rotation_of(config, x, num_cached=3)  # the 5 tokens sit at positions 3..7
+    assert after_three is not None
+    assert torch.equal(after_three.cos, Rotation.at(torch.arange(3, 8), 4, config.rope_theta).cos)
+    assert rotation_of(DecoderConfig(vocab_size=50, max_positions=16, width=16, num_heads=4), x) is None
 
 
 def test_gated_feed_forward_equals_transformers_llama_mlp():
