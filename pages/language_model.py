@@ -8,7 +8,7 @@ from anatomy.cache import LayerCache
 from anatomy.feedforward import FeedForward
 from anatomy.generation import filtered_scores, next_tokens
 from anatomy.norms import RMSNorm
-from anatomy.rotary import rotate
+from anatomy.rotary import Rotation
 from lessons.common.ui import check_yourself, frame, sidebar, widgets
 from lessons.language_model import exercises, links, reading, text, ui, writing
 
@@ -25,7 +25,7 @@ if not check_yourself.offer(exercises.OFFERS, chat, tokens, ui.runs_for(context.
 widgets.show_source(
     DecoderLayer,
     RMSNorm,
-    rotate,
+    Rotation,
     FeedForward,
     LayerCache,
     next_tokens,
