@@ -13,6 +13,7 @@ from functools import cache
 import torch
 from torch import Tensor
 
+from anatomy.blocks import rotation_of
 from anatomy.models import DecoderOnlyLM
 from lessons.common.llm.smollm2 import ChatModel
 
@@ -153,9 +154,10 @@ def layer_attention(model: DecoderOnlyLM, ids: tuple[int, ...], layer: int) -> T
     of its memory and time.
     """
     hidden, _ = model.embeddings(as_batch(ids, model))  # (1, T, D)
+    rotation = rotation_of(model.config, hidden)  # the same in every block, as in the model's own forward
     for block in model.layers[:layer]:
-        hidden, _ = block(hidden)
-    _, trace = model.layers[layer](hidden, trace=True)
+        hidden, _ = block(hidden, rotation=rotation)
+    _, trace = model.layers[layer](hidden, trace=True, rotation=rotation)
     return trace.attention.weights[0].float().cpu()  # (H, T, T)
 
 
