@@ -28,6 +28,15 @@ def served(embedded):
 
 
 @pytest.fixture(scope="session")
+def hf_tokenizer(embedded):
+    """transformers' tokenizer of the same folder, for batches padded as transformers pads them (the app's own
+    tokenizer reads one text at a time: tests/anatomy/test_tokenizer_parity.py proves the two agree)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(embedded.folder))
+
+
+@pytest.fixture(scope="session")
 def hf_bert(embedded):
     """The same checkpoint folder read by transformers' `BertModel` with the eager (explicit softmax)
     attention, so that it can return attention weights to compare against."""

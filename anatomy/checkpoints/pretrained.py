@@ -30,6 +30,7 @@ from anatomy.checkpoints.gguf import (
     unpermute_rotary_rows,
 )
 from anatomy.checkpoints.keymaps import Source
+from anatomy.checkpoints.tokenizer import TextTokenizer
 from anatomy.config import (
     DecoderConfig,
     EncoderConfig,
@@ -62,7 +63,7 @@ class PretrainedModel:
     folder: Path
     config: TransformerConfig
     model: AnatomyModel
-    tokenizer: Any  # a transformers tokenizer, or None when the folder ships none
+    tokenizer: Any  # a TextTokenizer (transformers' for a folder without tokenizer.json), or None for none
     device: torch.device
     # The models trained here (anatomy/checkpoints/trained) have no transformers tokenizer: their task knows the format
     # of their sequences and carries the character vocabulary (`task.tokenizer`). None for other checkpoints.
@@ -277,10 +278,15 @@ TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json")
 
 
 def _load_tokenizer(folder: Path):
-    """The checkpoint's own tokenizer, or None for a weights-only folder (such as a test model)."""
+    """The checkpoint's own tokenizer, or None for a weights-only folder (such as a test model).
+
+    A tokenizer.json is read with the `tokenizers` library (the embedded MiniLM's is); a folder with only the
+    older vocab.txt or vocab.json needs transformers to build one."""
     if not any((folder / name).is_file() for name in TOKENIZER_FILES):
         return None
     try:
+        if (folder / "tokenizer.json").is_file():
+            return TextTokenizer.from_folder(folder)
         from transformers import AutoTokenizer
 
         return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)

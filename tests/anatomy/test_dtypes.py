@@ -5,9 +5,9 @@ import torch
 from anatomy import load_pretrained
 
 
-def test_embedded_model_in_bfloat16_stays_finite_and_close_to_float32(embedded):
+def test_embedded_model_in_bfloat16_stays_finite_and_close_to_float32(embedded, hf_tokenizer):
     half = load_pretrained(device="cpu", dtype=torch.bfloat16)
-    encoded = embedded.tokenizer(["time flies like an arrow", "fruit flies"], padding=True, return_tensors="pt")
+    encoded = hf_tokenizer(["time flies like an arrow", "fruit flies"], padding=True, return_tensors="pt")
     with torch.inference_mode():
         full = embedded.model(encoded.input_ids, encoded.token_type_ids, encoded.attention_mask, trace=True)
         reduced = half.model(encoded.input_ids, encoded.token_type_ids, encoded.attention_mask, trace=True)

@@ -56,9 +56,9 @@ def test_load_pretrained_puts_every_weight_on_the_device_it_was_given(embedded_o
 
 
 def test_the_embedded_encoder_matches_bert_in_every_layer_and_head_on_the_device(
-    embedded_on_device, bert_on_device, device
+    embedded_on_device, bert_on_device, hf_tokenizer, device
 ):
-    encoding = embedded_on_device.tokenizer(BATCH, padding=True, return_tensors="pt").to(device)
+    encoding = hf_tokenizer(BATCH, padding=True, return_tensors="pt").to(device)
     ours = embedded_on_device.model(
         encoding["input_ids"], encoding["token_type_ids"], encoding["attention_mask"], trace=True
     )
@@ -74,8 +74,10 @@ def test_the_embedded_encoder_matches_bert_in_every_layer_and_head_on_the_device
         assert difference <= TOLERANCE, f"{device}, attention of layer {layer}: max |diff| {difference:.2e}"
 
 
-def test_the_encoder_on_the_device_gives_the_numbers_it_gives_on_the_cpu(embedded_on_device, embedded, device):
-    encoding = embedded.tokenizer(BATCH, padding=True, return_tensors="pt")
+def test_the_encoder_on_the_device_gives_the_numbers_it_gives_on_the_cpu(
+    embedded_on_device, embedded, hf_tokenizer, device
+):
+    encoding = hf_tokenizer(BATCH, padding=True, return_tensors="pt")
     on_cpu = embedded.model(**_arguments(encoding), trace=True)
     moved = {name: tensor.to(device) for name, tensor in _arguments(encoding).items()}
     on_device = embedded_on_device.model(**moved, trace=True)

@@ -83,8 +83,8 @@ def test_segment_ids_change_the_output_so_the_pair_test_can_fail(embedded):
     assert largest_difference(with_segments, without) > 1e-2
 
 
-def test_padded_batch_matches_bert_on_every_real_token_and_every_attention_weight(embedded, hf_bert):
-    encoding = embedded.tokenizer(BATCH, padding=True, return_tensors="pt")
+def test_padded_batch_matches_bert_on_every_real_token_and_every_attention_weight(embedded, hf_bert, hf_tokenizer):
+    encoding = hf_tokenizer(BATCH, padding=True, return_tensors="pt")
     real_tokens = encoding["attention_mask"].bool()
     assert real_tokens.sum(dim=1).tolist() == [6, 11, 3]  # three lengths, padded to 11
     ours, theirs = run_both(embedded, hf_bert, encoding)
@@ -94,11 +94,11 @@ def test_padded_batch_matches_bert_on_every_real_token_and_every_attention_weigh
         assert torch.all(on_padding == 0.0), f"layer {layer} gives weight to a padding key"
 
 
-def test_padded_batch_matches_bert_at_every_position_including_padding_in_float64(embedded, hf_bert):
+def test_padded_batch_matches_bert_at_every_position_including_padding_in_float64(embedded, hf_bert, hf_tokenizer):
     """At padding positions float32 rounding is amplified (both implementations drift ~5e-5 from the
     float64 answer there, equally), so the exactness of the *computation* at every position is shown
     in float64, where the two agree to 1e-10."""
-    encoding = embedded.tokenizer(BATCH, padding=True, return_tensors="pt")
+    encoding = hf_tokenizer(BATCH, padding=True, return_tensors="pt")
     ours_model, hf_model = copy.deepcopy(embedded.model).double(), copy.deepcopy(hf_bert).double()
     ours = ours_model(encoding["input_ids"], encoding["token_type_ids"], encoding["attention_mask"], trace=True)
     theirs = hf_model(**encoding, output_attentions=True, output_hidden_states=True)
@@ -108,10 +108,10 @@ def test_padded_batch_matches_bert_at_every_position_including_padding_in_float6
         assert largest_difference(mine, reference) <= 1e-10, f"attention layer {layer}"
 
 
-def test_untraced_forward_gives_the_traced_numbers(embedded):
+def test_untraced_forward_gives_the_traced_numbers(embedded, hf_tokenizer):
     """trace=False runs torch's fused attention kernel; trace=True the explicit softmax. Compared on real
     tokens: at padding positions float32 rounding alone moves the two by up to ~5e-5 (see above)."""
-    encoding = embedded.tokenizer(BATCH, padding=True, return_tensors="pt")
+    encoding = hf_tokenizer(BATCH, padding=True, return_tensors="pt")
     args = (encoding["input_ids"], encoding["token_type_ids"], encoding["attention_mask"])
     fast, traced = embedded.model(*args, trace=False), embedded.model(*args, trace=True)
     assert fast.trace is None and traced.trace is not None
@@ -141,13 +141,13 @@ def module_attributes(model):
     return snapshot
 
 
-def test_forward_with_trace_leaves_no_state_on_the_model(embedded):
+def test_forward_with_trace_leaves_no_state_on_the_model(embedded, hf_tokenizer):
     """One model object serves every session, so a forward may not write anything onto it."""
     model, tokenizer = embedded.model, embedded.tokenizer
     weights_before = {name: tensor.clone() for name, tensor in model.state_dict().items()}
     attributes_before = module_attributes(model)
     first = model(tokenizer(SENTENCE, return_tensors="pt")["input_ids"], trace=True)
-    second = model(tokenizer(BATCH, padding=True, return_tensors="pt")["input_ids"], trace=True)
+    second = model(hf_tokenizer(BATCH, padding=True, return_tensors="pt")["input_ids"], trace=True)
     assert first.last_hidden_state.shape[1] != second.last_hidden_state.shape[1]
     assert module_attributes(model) == attributes_before
     weights_after = model.state_dict()

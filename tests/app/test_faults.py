@@ -241,11 +241,11 @@ DEVICES_AND_DTYPES = [
 
 
 @pytest.mark.parametrize("device, dtype", DEVICES_AND_DTYPES)
-def test_a_padded_batch_with_an_all_padding_row_stays_finite_in_half_precision(embedded, device, dtype):
+def test_a_padded_batch_with_an_all_padding_row_stays_finite_in_half_precision(hf_tokenizer, device, dtype):
     model = load_pretrained(device=device, dtype=dtype)
-    encoded = embedded.tokenizer(
-        ["time flies like an arrow", "fruit", "nothing here"], padding=True, return_tensors="pt"
-    ).to(device)
+    encoded = hf_tokenizer(["time flies like an arrow", "fruit", "nothing here"], padding=True, return_tensors="pt").to(
+        device
+    )
     attention_mask = encoded.attention_mask.clone()
     attention_mask[2] = 0  # a row that is padding only: every query has no key to attend to
     with torch.inference_mode():

