@@ -64,7 +64,7 @@ def scaled_dot_product_attention(
         return output, None
 
     scores = query @ key.transpose(-2, -1)  # (..., T, S) every query against every key
-    scores = scores / math.sqrt(query.size(-1))  # keep the variance near 1 whatever d_head is
+    scores.div_(math.sqrt(query.size(-1)))  # keep the variance near 1 whatever d_head is (in place: no copy)
     if mask is not None:
         scores.masked_fill_(~mask, float("-inf"))  # e^−∞ = 0: forbidden keys get no weight
     weights = torch.softmax(scores, dim=-1)  # each row now sums to 1
@@ -211,6 +211,5 @@ class MultiHeadAttention(nn.Module):
             value=value,
             mask=mask,
             head_outputs=head_outputs,
-            concatenated=concatenated,
             output=output,
         )

@@ -56,7 +56,8 @@ class FeedForward(nn.Module):
             gate_preactivation = None
         else:
             gate_preactivation = self.gate(hidden)  # (B, T, F)
-            activation = nonlinearity(gate_preactivation) * preactivation  # the gate scales each unit
+            activation = nonlinearity(gate_preactivation)
+            activation *= preactivation  # the gate scales each unit (in place: one (B, T, F) buffer fewer)
         output = self.dropout(self.contract(activation))  # (B, T, D)
         if not trace:
             return output, None

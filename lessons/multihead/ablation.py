@@ -179,4 +179,5 @@ def cosine_similarity(original: Tensor, changed: Tensor) -> Tensor:
 def attention_shift(original: Tensor, changed: Tensor) -> Tensor:
     """(..., T, S) twice -> (...): the total-variation distance ½ Σ_j |p_j − q_j| of each row, averaged
     over the rows. 0 when a head attends exactly as before, 1 when it now looks somewhere else entirely."""
-    return 0.5 * (original - changed).abs().sum(dim=-1).mean(dim=-1)
+    difference = original - changed
+    return 0.5 * difference.abs_().sum(dim=-1).mean(dim=-1)  # in place: one (..., T, S) buffer, not two

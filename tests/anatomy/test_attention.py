@@ -136,6 +136,17 @@ def test_trace_weights_are_the_softmax_of_the_masked_scores(attention_trace):
     assert largest_difference(recomputed, attention_trace.weights) <= 1e-6
 
 
+def test_deriving_the_steps_again_gives_the_same_numbers_and_leaves_what_the_trace_keeps_untouched(attention_trace):
+    """The scores are divided and masked in place, which must only ever touch a product made for the call."""
+    kept = ("query", "key", "value", "head_outputs", "output")
+    before = {name: getattr(attention_trace, name).clone() for name in kept}
+    first = (attention_trace.scaled_scores, attention_trace.masked_scores, attention_trace.weights)
+    again = (attention_trace.scaled_scores, attention_trace.masked_scores, attention_trace.weights)
+    assert all(torch.equal(one, other) for one, other in zip(first, again))
+    assert all(torch.equal(getattr(attention_trace, name), before[name]) for name in kept)
+    assert torch.isneginf(first[1]).any() and not torch.isneginf(first[0]).any()  # the padding mask took effect
+
+
 def test_trace_scaled_scores_are_raw_scores_over_root_head_width(attention_trace):
     assert attention_trace.scale == math.sqrt(HEAD_WIDTH) == 2.0
     expected = attention_trace.raw_scores / 2.0
