@@ -56,10 +56,11 @@ def test_a_traced_run_holds_no_token_by_token_matrix_and_grows_linearly(embedded
         assert len(run.tokenized) == tokens
         assert all(tensor.shape[-2:] != (tokens, tokens) for tensor in every_tensor(run))
     assert memory.tensor_bytes(runs[100]) == 2 * memory.tensor_bytes(runs[50])
-    # Per token, in float32: each of the 6 layers keeps 11 vectors of width 384 (Q, K, V, head outputs, their
-    # concatenation, attention output, two residual sums, the first norm's output, feed-forward output, layer
-    # output) and the 1536 pre-activations; the embeddings keep 5. That is 71 MiB at 512 tokens.
-    assert memory.tensor_bytes(runs[100]) == 100 * 4 * (6 * (11 * 384 + 1536) + 5 * 384)
+    # Per token, in float32: each of the 6 layers keeps 10 vectors of width 384 (Q, K, V, head outputs, attention
+    # output, two residual sums, the first norm's output, feed-forward output, layer output; the heads'
+    # concatenation is derived from their outputs) and the 1536 pre-activations; the embeddings keep 5. That is
+    # 67 MiB at 512 tokens.
+    assert memory.tensor_bytes(runs[100]) == 100 * 4 * (6 * (10 * 384 + 1536) + 5 * 384)
 
 
 def test_the_weights_a_trace_reports_are_the_forwards_bit_for_bit_with_a_padding_mask():
