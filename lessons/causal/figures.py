@@ -24,7 +24,15 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, as_array, cell_frame, safe_label, style
+from lessons.common.plots import (
+    ATTENTION_SCALE,
+    DIVERGING_SCALE,
+    as_array,
+    cell_frame,
+    make_room_for_labels,
+    safe_label,
+    style,
+)
 
 MINUS_INFINITY = "−∞"
 ALLOWED, FORBIDDEN = "✓", "✗"
@@ -41,6 +49,9 @@ DESKTOP_CHART = 820  # px: a chart's width on a desktop (1280 px window, Streaml
 NUMBERS_FROM_PX = "numbers_from_px"  # layout.meta key: the narrowest chart whose cells hold their numbers
 TITLE_CHARACTERS = 42  # characters of a title line that fit a phone's chart (358 px, bold 16 px)
 TITLE_LINE_PX = 22
+# Keys up to which their labels may stand upright. Past it they read upwards on any screen (a 48-token window
+# would need some 2,000 px a panel upright), so they are turned from the start.
+UPRIGHT_KEYS = 24
 
 
 @dataclass(frozen=True)
@@ -98,10 +109,19 @@ def token_axes(figure: go.Figure, names: list[str], row: int | None = None, col:
     """Keys (the tokens attended to) across the top, queries (the tokens attending) down the side, first
     token at the top left, as matrices are written on paper. Key labels stand upright where they fit and turn
     to read upwards where they do not (plotly chooses by the width it is drawn at, and leaves out every other
-    label only where even upright ones would overlap: on a phone)."""
+    label only where even upright ones would overlap: on a phone). Past UPRIGHT_KEYS keys they always read
+    upwards, and the margins are made to hold them before plotly draws (`finish_token_axes`)."""
     where = dict(row=row, col=col) if row is not None else {}
-    figure.update_xaxes(type="category", side="top", autotickangles=[0, -90], automargin=True, **where)
+    angles = dict(tickangle=-90) if len(names) > UPRIGHT_KEYS else dict(autotickangles=[0, -90])
+    figure.update_xaxes(type="category", side="top", automargin=True, **angles, **where)
     figure.update_yaxes(type="category", autorange="reversed", automargin=True, **where)
+
+
+def finish_token_axes(figure: go.Figure, names: list[str]) -> go.Figure:
+    """Once the figure has its title and margins: room for labels that `token_axes` turned upwards."""
+    if len(names) > UPRIGHT_KEYS:
+        make_room_for_labels(figure, names, names)
+    return figure
 
 
 def _height(rows: int) -> int:
@@ -111,7 +131,7 @@ def _height(rows: int) -> int:
 
 def _finish(figure: go.Figure, names: list[str], title: str) -> go.Figure:
     token_axes(figure, names)
-    return styled(figure, title, _height(len(names)))
+    return finish_token_axes(styled(figure, title, _height(len(names))), names)
 
 
 def _mask_trace(mask, names: list[str], show: bool) -> go.Heatmap:
@@ -214,6 +234,10 @@ def widest_number(*matrices, number_format: str = ".2f") -> int:
 TITLE_GAP_PX = 56  # between two rows of panels: the upper panels' titles go there
 # A row of panels keeps its whole width for the panels: its colour bar lies under them, at the right.
 COLOUR_BAR_ROW_PX = 50
+PANEL_TITLES_PX = 40  # under a row of panels, for their titles
+# Between two panels, as a fraction of the width: labels turned upwards stand a line's height wide, so the last
+# key of one panel and the first of the next need some 16 px between them, which a phone gives at 0.06.
+PANEL_GAP, PANEL_GAP_TURNED = 0.03, 0.06
 COLOUR_BAR_UNDER = dict(
     orientation="h",
     x=1,
@@ -248,7 +272,7 @@ def panel_grid(
         subplot_titles=list(titles),
         shared_yaxes=True,
         shared_xaxes=rows > 1,
-        horizontal_spacing=0.03,
+        horizontal_spacing=PANEL_GAP_TURNED if rows_per_panel > UPRIGHT_KEYS else PANEL_GAP,
         vertical_spacing=TITLE_GAP_PX / plots if rows > 1 else 0.0,
         column_widths=list(column_widths) if column_widths else None,
     )
@@ -262,11 +286,16 @@ def panel_grid(
     return figure, plots + 150
 
 
-def finish_panels(figure: go.Figure, title: str, height: int, needed_px: int | None) -> go.Figure:
+def finish_panels(
+    figure: go.Figure, title: str, height: int, needed_px: int | None, titles_under: bool = True
+) -> go.Figure:
+    """The app's look, the colour bar under the panels, and room under them for the panels' titles (unless the
+    figure has none: a single matrix)."""
     if needed_px is not None:
         _record_numbers(figure, needed_px)
     figure.update_coloraxes(colorbar=COLOUR_BAR_UNDER)
-    return styled(figure, title, height + COLOUR_BAR_ROW_PX).update_layout(margin=dict(b=50 + COLOUR_BAR_ROW_PX))
+    under = (PANEL_TITLES_PX if titles_under else 0) + COLOUR_BAR_ROW_PX
+    return styled(figure, title, height + COLOUR_BAR_ROW_PX).update_layout(margin=dict(b=10 + under))
 
 
 def steps_figure(
@@ -309,7 +338,7 @@ def steps_figure(
     figure.update_layout(**layout)
     token_axes(figure, names)
     needed = numbers_px if show else glyphs_px if show_glyphs else None
-    return finish_panels(figure, title, height, needed)
+    return finish_token_axes(finish_panels(figure, title, height, needed), names)
 
 
 def weights_figure(
@@ -330,9 +359,10 @@ def weights_figure(
     figure.update_layout(coloraxis=_weight_scale())
     if marked is not None:
         figure.add_shape(cell_frame(*marked, MARK_COLOUR, width=4))
-    if show:
-        _record_numbers(figure, needed)
-    return _finish(figure, names, title)
+    token_axes(figure, names)
+    # The colour bar under the matrix, as under a row of panels: the matrix keeps the whole width.
+    finish_panels(figure, title, _height(len(names)), needed if show else None, titles_under=False)
+    return finish_token_axes(figure, names)
 
 
 def mask_figure(mask, labels: Sequence[str], title: str = "", positions: Sequence[int] | None = None) -> go.Figure:
@@ -363,7 +393,7 @@ def compare_figure(panels: Sequence[Panel], title: str = "", show_values: bool |
     token_axes(figure, rows)
     figure.update_yaxes(categoryorder="array", categoryarray=rows)
     figure.update_layout(coloraxis=_weight_scale())
-    return finish_panels(figure, title, height, needed if show else None)
+    return finish_token_axes(finish_panels(figure, title, height, needed if show else None), rows)
 
 
 def overview_figure(weights, title: str = "") -> go.Figure:

@@ -10,6 +10,7 @@ from anatomy.masks import causal_mask
 from lessons.attention import examples as toy
 from lessons.causal import figures as masking
 from lessons.causal import masking as mask_demo
+from lessons.common import plots
 
 WORDS = toy.APPLE_IPHONES_TOKENS
 
@@ -136,3 +137,29 @@ def test_overview_draws_every_cell_of_a_long_matrix_as_float32():
     assert figure.data[0].z.shape == (300, 300)
     assert figure.data[0].z.dtype == np.float32
     assert np.allclose(figure.data[0].z, weights.numpy(), atol=1e-7)
+
+
+def test_past_the_upright_limit_key_labels_read_upwards_and_the_margins_hold_them():
+    many = [f"token{i}" for i in range(masking.UPRIGHT_KEYS + 1)]
+    few = many[: masking.UPRIGHT_KEYS]
+    wide = masking.weights_figure(np.eye(len(many)), many, "Many keys")
+    narrow = masking.weights_figure(np.eye(len(few)), few, "Few keys")
+
+    assert wide.layout.xaxis.tickangle == -90
+    assert wide.layout.margin.l >= max(map(plots.label_width_px, masking.token_names(many)))
+    # Few keys: plotly still chooses upright or turned by the width it draws at, and sizes the margins itself.
+    assert narrow.layout.xaxis.tickangle is None and list(narrow.layout.xaxis.autotickangles) == [0, -90]
+    assert narrow.layout.margin.l == plots.base_layout("Few keys")["margin"]["l"]
+
+
+def test_panels_of_many_keys_stand_further_apart_for_their_turned_labels(worked_example_view):
+    def gap(figure) -> float:
+        return figure.layout.xaxis2.domain[0] - figure.layout.xaxis.domain[1]
+
+    size = masking.UPRIGHT_KEYS + 1
+    many = masking.steps_figure(np.ones((size, size)), np.zeros((size, size)), np.zeros((size, size)), ["w"] * size)
+    few = masking.steps_figure(
+        worked_example_view.mask, worked_example_view.scores, worked_example_view.masked_scores, WORDS
+    )
+    assert gap(many) == pytest.approx(masking.PANEL_GAP_TURNED)
+    assert gap(few) == pytest.approx(masking.PANEL_GAP)
