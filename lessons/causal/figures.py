@@ -54,6 +54,11 @@ TITLE_LINE_PX = 22
 UPRIGHT_KEYS = 24
 
 
+def turned_labels(keys: int) -> bool:
+    """Whether a matrix of this many keys reads its key labels upwards from the start (see UPRIGHT_KEYS)."""
+    return keys > UPRIGHT_KEYS
+
+
 @dataclass(frozen=True)
 class Panel:
     """One attention matrix of a side-by-side comparison."""
@@ -112,14 +117,14 @@ def token_axes(figure: go.Figure, names: list[str], row: int | None = None, col:
     label only where even upright ones would overlap: on a phone). Past UPRIGHT_KEYS keys they always read
     upwards, and the margins are made to hold them before plotly draws (`finish_token_axes`)."""
     where = dict(row=row, col=col) if row is not None else {}
-    angles = dict(tickangle=-90) if len(names) > UPRIGHT_KEYS else dict(autotickangles=[0, -90])
+    angles = dict(tickangle=-90) if turned_labels(len(names)) else dict(autotickangles=[0, -90])
     figure.update_xaxes(type="category", side="top", automargin=True, **angles, **where)
     figure.update_yaxes(type="category", autorange="reversed", automargin=True, **where)
 
 
 def finish_token_axes(figure: go.Figure, names: list[str]) -> go.Figure:
     """Once the figure has its title and margins: room for labels that `token_axes` turned upwards."""
-    if len(names) > UPRIGHT_KEYS:
+    if turned_labels(len(names)):
         make_room_for_labels(figure, names, names)
     return figure
 
@@ -272,7 +277,7 @@ def panel_grid(
         subplot_titles=list(titles),
         shared_yaxes=True,
         shared_xaxes=rows > 1,
-        horizontal_spacing=PANEL_GAP_TURNED if rows_per_panel > UPRIGHT_KEYS else PANEL_GAP,
+        horizontal_spacing=PANEL_GAP_TURNED if turned_labels(rows_per_panel) else PANEL_GAP,
         vertical_spacing=TITLE_GAP_PX / plots if rows > 1 else 0.0,
         column_widths=list(column_widths) if column_widths else None,
     )
