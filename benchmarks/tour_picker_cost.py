@@ -2,12 +2,13 @@
 
 Run:  python benchmarks/tour_picker_cost.py [--repeats 15] [--pages home tokenization attention]
 
-The section (`lessons.common.ui.tour.show_picker`: a selectbox, a button, a file uploader and a path field in a
-collapsed expander) is drawn on every run of every page. Each repetition opens a page in a new AppTest session
-(what a visitor's first visit costs the server once the model and caches are warm), once as shipped and once
-with `show_picker` replaced by a function that draws nothing, in alternating order so that both see the same
-machine. Printed: the median milliseconds of each, their difference and ratio, and the serialized bytes the
-section adds to the page. Informational: the script exits 0 whatever it measures.
+The section (`lessons.common.ui.tour.show_picker`) is drawn on every run of every page: a collapsed expander
+whose content (a selectbox, a button, a file uploader and a path field) is sent only while it is open. Each
+repetition opens a page in a new AppTest session (what a visitor's first visit costs the server once the model
+and caches are warm), once as shipped and once with `show_picker` replaced by a function that draws nothing, in
+alternating order so that both see the same machine. Printed: the median milliseconds of each, their difference
+and ratio, and the serialized bytes the section adds to the page. Informational: the script exits 0 whatever it
+measures. What the section costs the browser: `benchmarks/paint_ab.py`.
 """
 
 from __future__ import annotations

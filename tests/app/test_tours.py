@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from harness.apptest import APP, TIMEOUT_SECONDS, assert_clean, open_page
+from harness.apptest import APP, TIMEOUT_SECONDS, assert_clean, open_expander, open_page
 from lessons.common import tours
 from lessons.common.safe_text import escape_markdown
 from lessons.common.tours import TourError, read_tour
@@ -137,6 +137,41 @@ def test_a_link_to_a_tour_or_stop_that_does_not_exist_says_so_and_shows_no_bar()
     assert "stop 1 of 12" in app.get("progress")[0].proto.text
 
 
+def open_tour_section(app: AppTest) -> AppTest:
+    """Open the sidebar's "Guided tour" section, as a click on it does (its content is sent only while open)."""
+    return open_expander(app, tour_ui.PICKER_KEY)
+
+
+def sidebar_widget_keys(app: AppTest) -> set[str]:
+    return {element.key for kind in ("selectbox", "text_input", "button") for element in app.sidebar.get(kind)}
+
+
+def test_the_closed_tour_section_sends_none_of_its_widgets_and_opening_it_shows_them():
+    app = open_page("pages/home.py")
+    assert_clean(app)
+    assert not {"tour_choice", "tour_start", "tour_path"} & sidebar_widget_keys(app)
+    assert not app.get("file_uploader"), "a closed section would still make the browser load the uploader"
+    app = open_tour_section(app)
+    assert_clean(app)
+    assert {"tour_choice", "tour_start", "tour_path"} <= sidebar_widget_keys(app)
+    assert len(app.get("file_uploader")) == 1
+
+
+def test_the_tour_chosen_and_the_path_typed_are_kept_while_the_section_is_closed(tmp_path):
+    missing = str(tmp_path / "not-there.toml")
+    app = open_tour_section(open_page("pages/home.py"))
+    app.sidebar.selectbox(key="tour_choice").select_index(1).run()
+    app.sidebar.text_input(key="tour_path").input(missing).run()
+    app.session_state[tour_ui.PICKER_KEY] = False  # closed, as a click on its header does
+    app.run()
+    assert "tour_choice" not in sidebar_widget_keys(app)
+    app = open_tour_section(app)
+    assert_clean(app)
+    assert app.sidebar.selectbox(key="tour_choice").index == 1
+    assert app.sidebar.text_input(key="tour_path").value == missing
+    assert any("There is no tour file at" in item.value for item in app.sidebar.error), "the path is read again"
+
+
 def test_a_hostile_tour_file_given_by_path_is_shown_literally(tmp_path):
     path = tmp_path / "hostile.toml"
     path.write_text(
@@ -144,7 +179,7 @@ def test_a_hostile_tour_file_given_by_path_is_shown_literally(tmp_path):
         'notes = "[click](http://127.0.0.1:9/) <script>alert(1)</script> $x^2$"\n',
         encoding="utf-8",
     )
-    app = open_page("pages/home.py")
+    app = open_tour_section(open_page("pages/home.py"))
     app.sidebar.text_input(key="tour_path").input(str(path)).run()
     assert_clean(app)
     assert any("2 stops" in item.value or "1 stop" in item.value for item in app.sidebar.caption)
@@ -162,7 +197,7 @@ def test_a_tour_path_that_cannot_be_used_gets_a_clear_message(tmp_path, content,
     path = tmp_path / "tour.toml"
     if content is not None:
         path.write_text(content, encoding="utf-8")
-    app = open_page("pages/home.py")
+    app = open_tour_section(open_page("pages/home.py"))
     app.sidebar.text_input(key="tour_path").input(str(path)).run()
     assert_clean(app)
     assert any(message in item.value for item in app.sidebar.error)
@@ -172,7 +207,7 @@ def test_the_operator_offers_a_folder_of_tours_and_names_the_files_it_cannot_use
     (tmp_path / "week-1.toml").write_text('title = "Week one"\n[[stop]]\nlink = "causal"\n', encoding="utf-8")
     (tmp_path / "broken.toml").write_text('title = "Broken"\n', encoding="utf-8")
     monkeypatch.setenv(tour_ui.OPERATOR_VARIABLE, str(tmp_path))
-    app = open_page("pages/home.py", query={"tour": "week-1"})
+    app = open_tour_section(open_page("pages/home.py", query={"tour": "week-1"}))
     assert_clean(app)
     assert "Week one" in app.get("progress")[0].proto.text
     problem = escape_markdown("broken.toml: The file has no stops")

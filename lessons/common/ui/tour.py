@@ -18,7 +18,7 @@ from streamlit.errors import StreamlitAPIException
 from lessons.common import hosting, tours
 from lessons.common.safe_text import escape_markdown, visible
 from lessons.common.tours import Tour, TourError
-from lessons.common.ui import frame, linked
+from lessons.common.ui import frame, linked, widgets
 
 TOUR, STOP = tours.RESERVED_KEYS  # link keys and session state
 NO_TOUR = ""
@@ -162,10 +162,24 @@ def _refuses(key: str, value: str) -> bool:
 # ----- starting one, in the sidebar ------------------------------------------------------------------------
 
 
+PICKER_KEY = "tour_picker"  # session state: True while the sidebar's "Guided tour" section is open
+# What the section's widgets hold, kept while it is closed: a widget that is not drawn loses its state.
+_KEPT = {"tour_choice": "_tour_choice_kept", "tour_path": "_tour_path_kept"}
+
+
 def show_picker() -> None:
-    """The sidebar's guided-tour section: choose a tour and start it, or give your own."""
+    """The sidebar's guided-tour section: choose a tour and start it, or give your own.
+
+    Its content is sent only while it is open (opening it reruns the page, from the caches): closed, its file
+    uploader, choice and buttons would still make a first visit's browser load and draw them, about 0.15 s of
+    every page's cold paint on a 2-core machine. What was chosen or typed in it is kept while it is closed."""
+    with st.sidebar:
+        section = widgets.expander_if_open("Guided tour", PICKER_KEY, icon=":material/tour:")
+    if section is None:
+        return
     offered = available()
-    with st.sidebar.expander("Guided tour", icon=":material/tour:"):
+    _restore_kept(offered)
+    with section:
         names = list(offered)
         chosen = st.selectbox(
             "Tour",
@@ -183,6 +197,17 @@ def show_picker() -> None:
         folder = os.environ.get(OPERATOR_VARIABLE)
         for problem in operator_tours(folder)[1] if folder else ():
             st.caption(escape_markdown(problem))
+    for key, kept in _KEPT.items():
+        if key in st.session_state:
+            st.session_state[kept] = st.session_state[key]
+
+
+def _restore_kept(offered: dict[str, Tour]) -> None:
+    """Give the section's widgets back what they held when it was last closed."""
+    for key, kept in _KEPT.items():
+        value = st.session_state.get(kept)
+        if key not in st.session_state and value is not None and (key != "tour_choice" or value in offered):
+            st.session_state[key] = value
 
 
 def _start(name: str) -> None:
