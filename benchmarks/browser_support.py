@@ -14,6 +14,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from harness.browser import PAINTED, VIEWPORT, is_loopback
 from harness.server import StreamlitServer, chromium_launch_options  # noqa: F401  (re-exported)
@@ -105,6 +106,33 @@ def load(context, url: str, condition: str, arg=None, limit_ms: int = LIMIT_MS) 
     except Exception:
         pass
     return result
+
+
+def measure(browser, url: str, condition: str, arg, repeats: int) -> tuple[list[Load], list[Load]]:
+    """`repeats` cold loads, each in a fresh context followed by a warm load in it. A view that fails to
+    paint once is not loaded again (it would only fail again, slowly)."""
+    cold, warm = [], []
+    for _ in range(repeats):
+        context = new_context(browser)
+        try:
+            cold.append(load(context, url, condition, arg))
+            if cold[-1].paint_ms is None:
+                break
+            warm.append(load(context, url, condition, arg))
+        finally:
+            context.close()
+    return cold, warm
+
+
+def view_link(view, text: str) -> str:
+    """The address (after the server's) that opens `view` (a harness.views.Lesson) on `text`, as a shared link does."""
+    query = "".join(f"&{key}={quote(str(value))}" for key, value in view.query.items())
+    return f"/{view.path}?text={quote(text)}{query}"
+
+
+def charts_awaited(view) -> int:
+    """The charts a load of `view` waits for before it counts as painted: one, if the view draws any."""
+    return min(view.charts, 1)
 
 
 def text_of_exactly(tokenizer, num_tokens: int) -> str:

@@ -61,14 +61,17 @@ from browser_support import (
     STREAMLIT_PAINTED,
     Load,
     StreamlitServer,
+    charts_awaited,
     chromium_launch_options,
     load,
     load_average,
+    measure,
     median,
     new_context,
     painted_when,
     smollm2_text_of_exactly,
     text_of_exactly,
+    view_link,
 )
 from playwright.sync_api import sync_playwright
 from transformers import BertModel
@@ -208,22 +211,6 @@ def streamlit_floor(browser, repeats: int) -> dict:
 # ---- measuring -----------------------------------------------------------------------------------------------
 
 
-def measure(browser, url: str, condition: str, arg, repeats: int) -> tuple[list[Load], list[Load]]:
-    """`repeats` cold loads, each in a fresh context followed by a warm load in it. A view that fails to
-    paint once is not loaded again (it would only fail again, slowly)."""
-    cold, warm = [], []
-    for _ in range(repeats):
-        context = new_context(browser)
-        try:
-            cold.append(load(context, url, condition, arg))
-            if cold[-1].paint_ms is None:
-                break
-            warm.append(load(context, url, condition, arg))
-        finally:
-            context.close()
-    return cold, warm
-
-
 def first_load(browser, url: str, condition: str, arg) -> float | None:
     """Seconds to paint on a fresh context, the first time the server sees this text (or this page)."""
     context = new_context(browser)
@@ -287,9 +274,7 @@ def time_every_page(browser, server, text: str, repeats: int, views: dict) -> di
     between pages)."""
     rows = {}
     for name, lesson in views.items():
-        query = "".join(f"&{key}={quote(str(value))}" for key, value in lesson.query.items())
-        url = f"{server.url}/{lesson.path}?text={quote(text)}{query}"
-        plots = min(lesson.charts, 1)
+        url, plots = server.url + view_link(lesson, text), charts_awaited(lesson)
         first = first_load(browser, url, STREAMLIT_PAINTED, plots)
         rows[name] = summary(*measure(browser, url, STREAMLIT_PAINTED, plots, repeats))
         rows[name]["first_s"] = first

@@ -25,18 +25,19 @@ import argparse
 import json
 import time
 from pathlib import Path
-from urllib.parse import quote
 
 from browser_support import (
     ARTIFACTS,
     STREAMLIT_PAINTED,
     StreamlitServer,
+    charts_awaited,
     chromium_launch_options,
     load_average,
     median,
     new_context,
     smollm2_text_of_exactly,
     text_of_exactly,
+    view_link,
 )
 from playwright.sync_api import sync_playwright
 
@@ -104,10 +105,9 @@ def one_cold_start(browser, long_text: str, index: int) -> dict:
         peak_mb = status_kb(server.started_process.pid, "VmHWM") / 1024
         by_page, peak_by_page = {}, {}
         for name, lesson in VIEWS.items():
-            query = "".join(f"&{key}={quote(str(value))}" for key, value in lesson.query.items())
             reset_peak(server.started_process.pid)
-            page.goto(f"{server.url}/{lesson.path}?text={quote(long_text)}{query}", wait_until="commit")
-            wait_painted(page, min(lesson.charts, 1))
+            page.goto(server.url + view_link(lesson, long_text), wait_until="commit")
+            wait_painted(page, charts_awaited(lesson))
             by_page[name] = resident_mb(server.started_process.pid)
             peak_by_page[name] = status_kb(server.started_process.pid, "VmHWM") / 1024
         after_long_mb = resident_mb(server.started_process.pid)

@@ -22,19 +22,21 @@ import random
 import subprocess
 import tempfile
 from pathlib import Path
-from urllib.parse import quote
 
 from browser_support import (
     ARTIFACTS,
     ROOT,
     STREAMLIT_PAINTED,
     StreamlitServer,
+    charts_awaited,
     chromium_launch_options,
     load,
     load_average,
+    measure,
     median,
     new_context,
     text_of_exactly,
+    view_link,
 )
 from playwright.sync_api import sync_playwright
 
@@ -45,13 +47,8 @@ DEFAULT_VIEWS = "tokenization,positional,attention,multihead,causal,encoder,deco
 
 
 def view_paths(names: list[str], text: str) -> dict[str, tuple[str, int]]:
-    """Each view's address on a server (without the server's address) and the charts it waits for."""
-    paths = {}
-    for name in names:
-        view = VIEWS[name]
-        query = "".join(f"&{key}={quote(str(value))}" for key, value in view.query.items())
-        paths[name] = (f"/{view.path}?text={quote(text)}{query}", min(view.charts, 1))
-    return paths
+    """Each view's link (without the server's address) and the charts its load waits for."""
+    return {name: (view_link(VIEWS[name], text), charts_awaited(VIEWS[name])) for name in names}
 
 
 def rounds_of_loads(servers: dict[str, str], paths: dict[str, tuple[str, int]], rounds: int) -> dict:
@@ -71,11 +68,8 @@ def rounds_of_loads(servers: dict[str, str], paths: dict[str, tuple[str, int]], 
             for view, (path, charts) in paths.items():
                 shuffle(order)
                 for name in order:
-                    context = new_context(browser)
-                    cold = load(context, servers[name] + path, STREAMLIT_PAINTED, charts)
-                    warm = load(context, servers[name] + path, STREAMLIT_PAINTED, charts)
-                    context.close()
-                    times.setdefault((view, name), []).append((cold.paint_ms, warm.paint_ms))
+                    cold, warm = measure(browser, servers[name] + path, STREAMLIT_PAINTED, charts, 1)
+                    times.setdefault((view, name), []).append((cold[0].paint_ms, warm[0].paint_ms if warm else None))
         browser.close()
     return times
 
