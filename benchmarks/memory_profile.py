@@ -56,14 +56,14 @@ MORE_VIEWS = [
 def resident_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
+            return int(line.split()[1]) * 1024 / 1e6  # /proc counts KiB; MB here are 10⁶ bytes
     return 0.0
 
 
 def peak_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
+            return int(line.split()[1]) * 1024 / 1e6  # /proc counts KiB; MB here are 10⁶ bytes
     return 0.0
 
 
@@ -109,7 +109,7 @@ def cache_report() -> list[tuple[str, int, float]]:
     for cache in caches:
         values = [result.value for result in list(cache._mem_cache.values())]
         size = sum(bytes_reachable(value, seen_objects, seen_storages) for value in values)
-        rows.append((cache.display_name.rsplit(".", 1)[-1], len(values), size / 2**20))
+        rows.append((cache.display_name.rsplit(".", 1)[-1], len(values), size / 1e6))
     return rows
 
 

@@ -11,7 +11,7 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -196,7 +196,7 @@ def _fetch(state: dict[str, Tensor], source: Source, config: TransformerConfig) 
         heads = config.num_heads if source.unpermute_rotary == "query" else config.key_value_heads
         if tensor.dim() == 2 and tensor.size(0) % (2 * heads) == 0:  # a wrong shape is reported by the caller
             tensor = unpermute_rotary_rows(tensor, heads)
-    return tensor
+    return tensor.contiguous()  # a transposed view is copied once here, not at every use as a weight
 
 
 def load_state(
@@ -240,6 +240,9 @@ def load_state(
     if problems:
         raise ModelLoadError("The checkpoint does not fit this architecture: " + " | ".join(problems))
     model.load_state_dict(loaded, strict=True, assign=assign)
+    left_empty = [name for name, tensor in [*model.named_parameters(), *model.named_buffers()] if tensor.is_meta]
+    if left_empty:  # a buffer built on the meta device, which no checkpoint fills
+        raise ModelLoadError(f"{type(model).__name__} was built without room for: {', '.join(left_empty[:8])}")
 
 
 def _build(
@@ -320,8 +323,15 @@ def load_pretrained(
     raw_config, config = read_config(folder)
     checkpoint = read_checkpoint(folder)
     task = _read_task(folder, raw_config)
-    model, key_map, ignored, prefixes = _build(config, raw_config, checkpoint)
-    load_state(model, _strip_prefix(checkpoint, prefixes), key_map, ignored)
+    # The checkpoint's tensors become the weights themselves (assign=True), with no copy: safetensors maps its
+    # file into memory, so a weight's bytes are read from disk when first used, and rows of the embedding table
+    # that no text has asked for stay there (MiniLM after a 512-token text: 47 MB less resident; see
+    # docs/performance.md). Encoder-decoders (trained here, small) hold a sinusoidal table, a buffer no
+    # checkpoint replaces: they are built as usual.
+    replace_weights = not isinstance(config, Seq2SeqConfig)
+    with weights_to_be_replaced() if replace_weights else nullcontext():
+        model, key_map, ignored, prefixes = _build(config, raw_config, checkpoint)
+    load_state(model, _strip_prefix(checkpoint, prefixes), key_map, ignored, assign=replace_weights)
     body = model.encoder if isinstance(model, SequenceClassifier) else model
     config = body.config  # as built from the checkpoint
     target = device if isinstance(device, torch.device) else choose_device(device)

@@ -202,6 +202,34 @@ def test_the_untouched_tiny_checkpoint_loads(tiny_bert_folder):
     assert isinstance(anatomy.load_pretrained(str(tiny_bert_folder)).model, Encoder)
 
 
+def test_the_checkpoints_tensors_become_the_weights_without_a_copy(tiny_bert_folder, monkeypatch):
+    """safetensors maps the file: a weight used as it is read stays on disk until a forward pass needs it."""
+    from anatomy.checkpoints import pretrained
+
+    read = {}
+
+    def recording_read(folder):
+        read.update(original_read(folder))
+        return read
+
+    original_read = pretrained.read_checkpoint
+    monkeypatch.setattr(pretrained, "read_checkpoint", recording_read)
+    model = anatomy.load_pretrained(str(tiny_bert_folder)).model
+    table = model.embeddings.token.weight
+    assert table.data_ptr() == read["embeddings.word_embeddings.weight"].data_ptr()
+    assert (
+        model.layers[1].attention.query.weight.data_ptr()
+        == read["encoder.layer.1.attention.self.query.weight"].data_ptr()
+    )
+
+
+def test_changing_a_loaded_weight_leaves_the_checkpoint_file_as_it_was(tiny_bert_folder):
+    first = anatomy.load_pretrained(str(tiny_bert_folder)).model.embeddings.token.weight
+    original = first.clone()
+    first.add_(1.0)
+    assert torch.equal(anatomy.load_pretrained(str(tiny_bert_folder)).model.embeddings.token.weight, original)
+
+
 @pytest.mark.parametrize("reference", ["/no/such/folder", "./missing"])
 def test_a_path_that_does_not_exist_says_no_folder(reference):
     assert f"No folder at {reference!r}" in load_error(reference)
