@@ -135,6 +135,24 @@ def charts_awaited(view) -> int:
     return min(view.charts, 1)
 
 
+def status_kb(pid: int | str, field: str) -> int:
+    """A field of /proc/<pid>/status ("self": this process), in the KiB /proc counts in; 0 if absent."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def megabytes(kibibytes: int) -> float:
+    """/proc counts in KiB (1,024 bytes); the goals are in MB (10⁶ bytes), as the issues state them."""
+    return kibibytes * 1024 / 1e6
+
+
+def reset_peak(pid: int | str) -> None:
+    """Start the process's VmHWM afresh (Linux: 5 to clear_refs), so that what follows has a peak of its own."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
 def text_of_exactly(tokenizer, num_tokens: int) -> str:
     """A text that the tokenizer turns into exactly num_tokens tokens, [CLS] and [SEP] included."""
     ids = tokenizer(SENTENCE * num_tokens, add_special_tokens=False, verbose=False)["input_ids"]

@@ -37,8 +37,11 @@ from browser_support import (
     chromium_launch_options,
     load_average,
     median,
+    megabytes,
     new_context,
+    reset_peak,
     smollm2_text_of_exactly,
+    status_kb,
     text_of_exactly,
     view_link,
 )
@@ -72,25 +75,8 @@ def process_tree(pid: int) -> list[int]:
     return tree
 
 
-def status_kb(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
-
-
-def megabytes(kibibytes: int) -> float:
-    """/proc counts in KiB (1,024 bytes); the goals are in MB (10⁶ bytes), as the issues state them."""
-    return kibibytes * 1024 / 1e6
-
-
 def resident_mb(pid: int) -> float:
     return megabytes(sum(status_kb(member, "VmRSS") for member in process_tree(pid)))
-
-
-def reset_peak(pid: int) -> None:
-    """Start the process's VmHWM afresh (Linux: 5 to clear_refs), so that a page's peak is its own."""
-    Path(f"/proc/{pid}/clear_refs").write_text("5")
 
 
 def wait_painted(page, plots: int) -> None:

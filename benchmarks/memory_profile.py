@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from browser_support import text_of_exactly
+from browser_support import megabytes, reset_peak, status_kb, text_of_exactly
 from streamlit.runtime.caching import cache_resource_api
 
 import anatomy
@@ -54,22 +54,11 @@ MORE_VIEWS = [
 
 
 def resident_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024 / 1e6  # /proc counts KiB; MB here are 10⁶ bytes
-    return 0.0
+    return megabytes(status_kb("self", "VmRSS"))
 
 
 def peak_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024 / 1e6  # /proc counts KiB; MB here are 10⁶ bytes
-    return 0.0
-
-
-def reset_peak() -> None:
-    """Start VmHWM afresh (Linux: writing 5 to clear_refs), so that each page's peak is its own."""
-    Path("/proc/self/clear_refs").write_text("5")
+    return megabytes(status_kb("self", "VmHWM"))
 
 
 def bytes_reachable(root, seen_objects: set[int], seen_storages: set[int]) -> int:
@@ -155,7 +144,7 @@ def main() -> None:
     if arguments.more_views:
         views += MORE_VIEWS
     for name, query in views:
-        reset_peak()
+        reset_peak("self")
         start = time.perf_counter()
         app = open_page(f"pages/{name}.py", text, {key: str(value) for key, value in query.items()})
         assert not app.exception, [item.value for item in app.exception]
@@ -168,7 +157,7 @@ def main() -> None:
             if size >= 0.5:
                 print(f"    {function:<32}{entries:>3} entries {size:>8.1f} MB")
     if arguments.students:
-        reset_peak()
+        reset_peak("self")
         start = time.perf_counter()
         for session in range(arguments.students):
             for name in (name for name in LESSONS if name != "home"):

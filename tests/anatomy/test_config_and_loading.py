@@ -206,13 +206,12 @@ def test_the_checkpoints_tensors_become_the_weights_without_a_copy(tiny_bert_fol
     """safetensors maps the file: a weight used as it is read stays on disk until a forward pass needs it."""
     from anatomy.checkpoints import pretrained
 
-    read = {}
+    original_read, read = pretrained.read_checkpoint, {}
 
     def recording_read(folder):
         read.update(original_read(folder))
         return read
 
-    original_read = pretrained.read_checkpoint
     monkeypatch.setattr(pretrained, "read_checkpoint", recording_read)
     model = anatomy.load_pretrained(str(tiny_bert_folder)).model
     table = model.embeddings.token.weight
