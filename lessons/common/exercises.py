@@ -16,6 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+LINK_KEY = "exercise"  # the link names the open exercise by its name in the lesson's offers: ?exercise=pieces
+NONE_OPEN = "none"  # the link's value while no exercise is open
+
 
 @dataclass(frozen=True)
 class Exercise:

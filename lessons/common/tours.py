@@ -6,13 +6,17 @@ A tour is a small TOML file a teacher can write by hand:
 
     [[stop]]
     title = "Words become numbers"              # optional: the lesson's own title otherwise
-    link = "tokenization?text=The+bank+raised+rates"
+    link = "tokenization?tok_tab=Tokens+%E2%86%92+vectors"
+    text = "The bank raised rates"              # optional: the stop's own sentence
     notes = "What the class should look at here."
 
 A stop's link is a page of this app followed by its parameters, exactly what the address bar shows after the
-server's address. Files are read with the standard library's `tomllib` and checked here, so that a mistake is
-named with its place in the file ("stop 3: …") and nothing in a file (a web address, markup) does anything but
-be shown as written. The tours shipped with the app are in the `tours/` folder.
+server's address, less the sidebar's text: a stop keeps the learner's text, unless it needs a sentence of its
+own (token positions in its link, notes about a given word), which it names in `text` and the tour bar
+announces. An exercise the link opens must be one its lesson offers. Files are read with the standard
+library's `tomllib` and checked here, so that a mistake is named with its place in the file ("stop 3: …") and
+nothing in a file (a web address, markup) does anything but be shown as written. The tours shipped with the
+app are in the `tours/` folder.
 
 This module holds no Streamlit: `lessons.common.ui.tour` offers the tours and draws the tour bar.
 """
@@ -20,20 +24,26 @@ This module holds no Streamlit: `lessons.common.ui.tour` offers the tours and dr
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from lessons.common.exercises import LINK_KEY as EXERCISE_KEY
+from lessons.common.exercises import NONE_OPEN
+
 SHIPPED_FOLDER = Path(__file__).resolve().parents[2] / "tours"
 RESERVED_KEYS = ("tour", "stop")  # link keys of the tour itself: a stop's link may not set them
+TEXT_KEY = "text"  # the sidebar's text in a link: a stop sets it through its own `text`, never its link
 MAX_FILE_BYTES = 100_000
 MAX_STOPS = 200
 MAX_TITLE_CHARACTERS = 120
 MAX_NOTES_CHARACTERS = 4_000
 MAX_LINK_CHARACTERS = 16_000
+MAX_TEXT_CHARACTERS = 2_000  # a stop's own sentence travels in the link as it is (longer text is compressed)
 TOO_LARGE = f"The file is larger than {MAX_FILE_BYTES // 1000} kB: a tour needs far less."
 TOUR_KEYS = {"title", "description", "stop"}
-STOP_KEYS = {"title", "link", "notes"}
+STOP_KEYS = {"title", "link", "text", "notes"}
 
 
 class TourError(ValueError):
@@ -41,17 +51,31 @@ class TourError(ValueError):
 
 
 @dataclass(frozen=True)
+class Page:
+    """What a tour file is checked against: a page of the app, by its name in links."""
+
+    title: str  # a stop's title when it has none
+    exercises: tuple[str, ...] = ()  # the exercises the page offers, by their names in links
+
+
+@dataclass(frozen=True)
 class Stop:
     page: str  # the lesson's name (its page file's stem): "attention"; "home" for the welcome page
-    query: tuple[tuple[str, str], ...]  # the link's parameters, in order
+    query: tuple[tuple[str, str], ...]  # the link's parameters, in order (never the sidebar's text)
     title: str
     notes: str
+    text: str = ""  # the stop's own sentence; empty: the learner's text stays
+
+    @property
+    def parameters(self) -> tuple[tuple[str, str], ...]:
+        """What opening the stop puts in the link: its link's parameters, and its own sentence if it has one."""
+        return (*self.query, (TEXT_KEY, self.text)) if self.text else self.query
 
     @property
     def link(self) -> str:
         """The stop as a link relative to the app: "attention?att_source=model"."""
         path = "" if self.page == "home" else self.page
-        return f"{path}?{urlencode(self.query)}" if self.query else path
+        return f"{path}?{urlencode(self.parameters)}" if self.parameters else path
 
 
 @dataclass(frozen=True)
@@ -61,9 +85,9 @@ class Tour:
     stops: tuple[Stop, ...]
 
 
-def read_tour(text: str, pages: dict[str, str]) -> Tour:
-    """The tour a TOML text describes. `pages` maps each lesson's name to its title (the stops' default
-    titles). Raises TourError naming the first problem found."""
+def read_tour(text: str, pages: Mapping[str, Page]) -> Tour:
+    """The tour a TOML text describes, checked against the app's `pages` (by their names in links).
+    Raises TourError naming the first problem found."""
     if len(text.encode("utf-8")) > MAX_FILE_BYTES:
         raise TourError(TOO_LARGE)
     try:
@@ -82,7 +106,7 @@ def read_tour(text: str, pages: dict[str, str]) -> Tour:
     return Tour(title=title, description=description, stops=stops)
 
 
-def read_tour_file(path: Path, pages: dict[str, str]) -> Tour:
+def read_tour_file(path: Path, pages: Mapping[str, Page]) -> Tour:
     """The tour in the file at `path` (TourError if it cannot be read or used)."""
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
@@ -99,25 +123,31 @@ def read_tour_file(path: Path, pages: dict[str, str]) -> Tour:
     return read_tour(text, pages)
 
 
-def shipped_tours(pages: dict[str, str], folder: Path = SHIPPED_FOLDER) -> dict[str, Tour]:
+def shipped_tours(pages: Mapping[str, Page], folder: Path = SHIPPED_FOLDER) -> dict[str, Tour]:
     """The tours in `folder`, by file stem ("default" first). A shipped tour that does not read is a bug:
     the error is raised, and a test reads every one."""
     paths = sorted(folder.glob("*.toml"), key=lambda path: (path.stem != "default", path.stem))
     return {path.stem: read_tour_file(path, pages) for path in paths}
 
 
-def _read_stop(raw: object, number: int, pages: dict[str, str]) -> Stop:
+def _read_stop(raw: object, number: int, pages: Mapping[str, Page]) -> Stop:
     where = f"Stop {number}"
     if not isinstance(raw, dict):
         raise TourError(f"{where} is not a table: write it as [[stop]] followed by its link and notes.")
     _only_known_keys(raw, STOP_KEYS, where)
     link = _text(raw, "link", where, MAX_LINK_CHARACTERS, required=True)
     page, query = _page_and_query(link, where, pages)
-    title = _text(raw, "title", where, MAX_TITLE_CHARACTERS) or pages[page]
-    return Stop(page=page, query=query, title=title, notes=_text(raw, "notes", where, MAX_NOTES_CHARACTERS))
+    _refuse_an_exercise_not_offered(query, where, page, pages[page])
+    return Stop(
+        page=page,
+        query=query,
+        title=_text(raw, "title", where, MAX_TITLE_CHARACTERS) or pages[page].title,
+        notes=_text(raw, "notes", where, MAX_NOTES_CHARACTERS),
+        text=_text(raw, "text", where, MAX_TEXT_CHARACTERS),
+    )
 
 
-def _page_and_query(link: str, where: str, pages: dict[str, str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+def _page_and_query(link: str, where: str, pages: Mapping[str, Page]) -> tuple[str, tuple[tuple[str, str], ...]]:
     parts = urlsplit(link.strip())
     if parts.scheme or parts.netloc:
         raise TourError(
@@ -132,7 +162,23 @@ def _page_and_query(link: str, where: str, pages: dict[str, str]) -> tuple[str, 
     reserved = sorted({key for key, _ in query} & set(RESERVED_KEYS))
     if reserved:
         raise TourError(f"{where}: its link sets “{reserved[0]}”, which the tour itself uses.")
+    if any(key == TEXT_KEY for key, _ in query):
+        raise TourError(
+            f"{where}: its link sets the sidebar's “{TEXT_KEY}”. A stop keeps the learner's text; a stop that needs "
+            f'a sentence of its own names it beside the link, as {TEXT_KEY} = "…", and the tour bar says so.'
+        )
     return page, query
+
+
+def _refuse_an_exercise_not_offered(query: tuple[tuple[str, str], ...], where: str, name: str, page: Page) -> None:
+    """Refuses a link that opens an exercise its page does not offer (a page would say so only on the day)."""
+    for key, value in query:
+        if key == EXERCISE_KEY and value not in (NONE_OPEN, *page.exercises):
+            offered = f"its exercises are {', '.join(page.exercises)}" if page.exercises else "it offers no exercises"
+            raise TourError(
+                f"{where}: its link opens the exercise “{value[:40]}”, which {page.title} ({name}) does not offer "
+                f"({offered})."
+            )
 
 
 def _only_known_keys(table: dict, known: set[str], where: str) -> None:

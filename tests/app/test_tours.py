@@ -3,16 +3,19 @@ them (lessons.common.ui.tour). Clicking and keying through a tour in a real brow
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from harness.apptest import APP, TIMEOUT_SECONDS, assert_clean, open_expander, open_page
+from lessons.attention import links as attention_links
 from lessons.common import tours
 from lessons.common.safe_text import escape_markdown
 from lessons.common.tours import TourError, read_tour
 from lessons.common.ui import tour as tour_ui
 
-PAGES = tour_ui.page_titles()
+PAGES = tour_ui.pages()
 GOOD = """
 title = "A short tour"
 
@@ -22,7 +25,8 @@ notes = "Scores first."
 
 [[stop]]
 title = "Heads"
-link = "/multihead?text=time+flies&mh_layer=2"
+link = "/multihead?mh_layer=2&exercise=previous"
+text = "time flies"
 """
 
 
@@ -36,18 +40,20 @@ def test_a_tour_file_reads_into_stops_with_their_pages_parameters_and_titles():
         "Scaled dot-product attention",  # the lesson's own title when the stop has none
         "Scores first.",
     )
-    assert (second.page, second.query, second.title) == (
+    assert (second.page, second.query, second.title, second.text) == (
         "multihead",
-        (("text", "time flies"), ("mh_layer", "2")),
+        (("mh_layer", "2"), ("exercise", "previous")),
         "Heads",
+        "time flies",
     )
-    assert second.link == "multihead?text=time+flies&mh_layer=2"
+    assert first.text == "", "a stop without a sentence of its own keeps the learner's text"
+    assert second.link == "multihead?mh_layer=2&exercise=previous&text=time+flies"
 
 
 def test_a_link_to_the_welcome_page_is_a_bare_query_or_home():
-    tour = read_tour('title = "t"\n[[stop]]\nlink = "?text=hi"\n[[stop]]\nlink = "home"', PAGES)
+    tour = read_tour('title = "t"\n[[stop]]\nlink = "?present=True"\n[[stop]]\nlink = "home"', PAGES)
     assert [stop.page for stop in tour.stops] == ["home", "home"]
-    assert tour.stops[0].link == "?text=hi"
+    assert tour.stops[0].link == "?present=True"
 
 
 @pytest.mark.parametrize(
@@ -65,6 +71,15 @@ def test_a_link_to_the_welcome_page_is_a_bare_query_or_home():
             "Stop 2: “nowhere” is not a page",
         ),
         ('title = "t"\n[[stop]]\nlink = "attention?stop=3"', "sets “stop”, which the tour itself uses"),
+        ('title = "t"\n[[stop]]\nlink = "causal?text=one+two"', 'keeps the learner\'s text; .* text = "…"'),
+        (
+            'title = "t"\n[[stop]]\nlink = "multihead?exercise=previous_token"',
+            "Stop 1: its link opens the exercise “previous_token”, which Multi-head comparison \\(multihead\\) "
+            "does not offer \\(its exercises are previous, split\\)",
+        ),
+        ('title = "t"\n[[stop]]\nlink = "home?exercise=count"', "Welcome \\(home\\) does not offer .*no exercises"),
+        ('title = "t"\n[[stop]]\nlink = "attention"\ntext = 42', "its text must be text in quotes"),
+        ('title = "t"\n[[stop]]\nlink = "attention"\ntext = "' + "x" * 2001 + '"', "its text has 2,001 characters"),
         ('title = "t"\n[[stop]]\nlink = "attention"\nnote = "typo"', "a key “note” that tours do not use"),
         ('title = 3\n[[stop]]\nlink = "attention"', "must be text in quotes, not int"),
         ('title = "t"\nstop = "attention"', "no stops"),
@@ -85,19 +100,71 @@ def test_every_shipped_tour_reads_and_the_default_one_visits_every_lesson_in_ord
     assert list(dict.fromkeys(stop.page for stop in default.stops)) == list(PAGES)
 
 
-@pytest.mark.parametrize(
-    ("name", "number"),
-    [(name, number) for name, tour in tours.shipped_tours(PAGES).items() for number in range(1, len(tour.stops) + 1)],
-)
-def test_every_stop_of_a_shipped_tour_opens_its_view_with_every_parameter_used(name, number):
+LEARNERS_TEXT = "the cat sat on the mat"  # what a learner typed in the sidebar before following a tour link
+SHIPPED_STOPS = [
+    (name, number) for name, tour in tours.shipped_tours(PAGES).items() for number in range(1, len(tour.stops) + 1)
+]
+
+
+def elements(node) -> Iterator:
+    yield node
+    for child in getattr(node, "children", {}).values():
+        yield from elements(child)
+
+
+def shown(app: AppTest, key: str) -> str:
+    """What the widget (or the tabs) bound to the link key `key` shows, written as a link writes it."""
+    drawn = [*elements(app.main), *elements(app.sidebar)]
+    bound = [element for element in drawn if getattr(element, "key", None) == key]
+    assert bound, f"nothing on the page is bound to “{key}”"
+    element = bound[0]
+    if element.type == "tab_container":  # only the open tab runs, so only it has content
+        (open_tab,) = [tab.label for tab in element.children.values() if tab.children]
+        return open_tab
+    value = element.value
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def opened_stop(name: str, number: int) -> AppTest:
+    """A learner with their own text in the sidebar opens a link to a stop, as a tour's link reads."""
+    app = AppTest.from_file(APP, default_timeout=TIMEOUT_SECONDS)
+    app.session_state["text"] = LEARNERS_TEXT
+    app.query_params["tour"], app.query_params["stop"] = name, str(number)
+    return app.run()
+
+
+@pytest.mark.parametrize(("name", "number"), SHIPPED_STOPS)
+def test_every_stop_of_a_shipped_tour_opens_on_the_widgets_its_link_names_and_the_text_it_says(name, number):
     stop = tours.shipped_tours(PAGES)[name].stops[number - 1]
-    app = open_page(f"pages/{stop.page}.py", query={**dict(stop.query), "tour": name, "stop": str(number)})
+    app = opened_stop(name, number)
     assert_clean(app)
     assert not [item.value for item in app.warning if "cannot be used" in item.value], "a parameter the page refused"
     for key, value in stop.query:
-        assert app.query_params[key] == value, f"{key} is not what the stop's link says"
+        assert shown(app, key) == value, f"“{key}” shows {shown(app, key)!r}, the stop's link says {value!r}"
     (progress,) = app.get("progress")
     assert f"stop {number} of" in progress.proto.text
+    announced = [item.value for item in app.caption if "This stop uses its own sentence" in item.value]
+    if stop.text:
+        assert app.session_state["text"] == stop.text
+        assert announced and escape_markdown(stop.text) in announced[0]
+    else:
+        assert app.session_state["text"] == LEARNERS_TEXT, "a stop with no sentence of its own keeps the learner's"
+        assert not announced
+
+
+def test_the_lecture_stop_that_asks_what_it_attends_to_follows_the_query_of_it():
+    app = opened_stop("attention-in-one-lecture", 3)
+    assert "Which word does “it” attend to?" in "\n".join(item.value for item in app.main.markdown)
+    picker = app.selectbox(key=attention_links.QUERY)
+    assert picker.options[picker.index] == "10: it"
+
+
+def test_the_sidebar_text_a_learner_typed_stays_through_next_and_previous():
+    app = opened_stop("default", 2)
+    app.button(key="tour_next").click().run()
+    assert app.query_params["stop"] == "3" and app.session_state["text"] == LEARNERS_TEXT
+    app.button(key="tour_previous").click().run()
+    assert app.query_params["stop"] == "2" and app.session_state["text"] == LEARNERS_TEXT
 
 
 def test_the_bar_moves_to_the_next_stop_with_its_parameters_and_back():
@@ -130,10 +197,25 @@ def opened_link(query: dict[str, str]) -> AppTest:
 def test_a_link_to_a_tour_or_stop_that_does_not_exist_says_so_and_shows_no_bar():
     app = opened_link({"tour": "<b>nope</b>", "stop": "2"})
     assert_clean(app)
-    assert any("no such tour" in item.value and "\\<b\\>nope" in item.value for item in app.warning)
+    (warning,) = [item.value for item in app.warning if "no such tour" in item.value]
+    assert "\\<b\\>nope" in warning
+    assert escape_markdown("(no such tour; the tours here are default, attention-in-one-lecture)") in warning
+    assert warning.endswith(escape_markdown("starts from the default, none.")), "the sentence names the default"
     assert not app.get("progress")
     app = opened_link({"tour": "default", "stop": "99"})
     assert any("1 to 12" in item.value for item in app.warning)
+    assert "stop 1 of 12" in app.get("progress")[0].proto.text
+
+
+@pytest.mark.parametrize("number", ["99", "abc"])
+def test_a_link_to_a_stop_the_tour_lacks_says_so_on_the_page_it_names(number):
+    app = AppTest.from_file(APP, default_timeout=TIMEOUT_SECONDS)
+    app.query_params["tour"], app.query_params["stop"] = "default", number
+    app.switch_page("pages/attention.py")  # the link's page: …/attention?tour=default&stop=99
+    app.run()
+    assert_clean(app)
+    assert any(f"“stop” value “{number}”" in item.value and "1 to 12" in item.value for item in app.warning)
+    assert [title.value for title in app.title] == ["Scaled dot-product attention, step by step"]
     assert "stop 1 of 12" in app.get("progress")[0].proto.text
 
 
@@ -191,7 +273,11 @@ def test_a_hostile_tour_file_given_by_path_is_shown_literally(tmp_path):
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [("title = [", "not valid TOML"), (None, "There is no tour file at")],
+    [
+        ("title = [", "not valid TOML"),
+        (None, "There is no tour file at"),
+        ('title = "t"\n[[stop]]\nlink = "multihead?exercise=previous_token"', "its exercises are previous, split"),
+    ],
 )
 def test_a_tour_path_that_cannot_be_used_gets_a_clear_message(tmp_path, content, message):
     path = tmp_path / "tour.toml"

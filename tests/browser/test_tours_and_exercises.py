@@ -7,7 +7,7 @@ from pathlib import Path
 from lessons.common import tours
 from lessons.common.ui import tour as tour_ui
 
-STOPS = len(tours.shipped_tours(tour_ui.page_titles())["default"].stops)
+STOPS = len(tours.shipped_tours(tour_ui.pages())["default"].stops)
 
 
 def progress_text(app) -> str:
@@ -45,7 +45,7 @@ def test_the_default_tour_is_clicked_and_keyed_through_end_to_end(app):
 def test_a_teacher_uploads_a_tour_file_and_starts_it(app, tmp_path: Path):
     path = tmp_path / "my-class.toml"
     path.write_text(
-        'title = "My class"\n[[stop]]\nlink = "causal?text=one+two+three"\nnotes = "**not bold**"\n'
+        'title = "My class"\n[[stop]]\nlink = "causal"\ntext = "one two three"\nnotes = "**not bold**"\n'
         '[[stop]]\nlink = "encoder"\n',
         encoding="utf-8",
     )
@@ -56,6 +56,7 @@ def test_a_teacher_uploads_a_tour_file_and_starts_it(app, tmp_path: Path):
     wait_for_stop(app, 1)
     assert app.title() == "Causal masking" and "stop 1 of 2" in progress_text(app)
     assert app.page.get_by_text("**not bold**").is_visible(), "a file's markup is shown as written"
+    assert app.page.get_by_text("This stop uses its own sentence, now in the sidebar: “one two three”").is_visible()
     app.screenshot("tour-uploaded")
 
 

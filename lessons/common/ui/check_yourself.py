@@ -15,12 +15,12 @@ from typing import Any
 
 import streamlit as st
 
-from lessons.common.exercises import Exercise, Offer
+from lessons.common.exercises import LINK_KEY, NONE_OPEN, Exercise, Offer
 from lessons.common.safe_text import escape_markdown
 from lessons.common.ui import charts, linked
 
-KEY = "exercise"  # link key and session state: the open exercise, by its name in the lesson's offers
-NOT_NOW = "none"
+KEY = LINK_KEY  # link key and session state: the open exercise, by its name in the lesson's offers
+NOT_NOW = NONE_OPEN
 _COMMITTED = "_exercise_committed"  # session state: identity -> (the response, whether it was right)
 _EMPTY_CHECK = "_exercise_empty_check"  # session state: the field whose Check was pressed without an answer
 TITLE = "Check yourself"

@@ -209,7 +209,7 @@ def _readable(value: Any) -> str:
         return f"{value:g}"
     if isinstance(value, list | tuple):
         return ", ".join(map(str, value)) or "none"
-    return str(value)
+    return str(value) or "none"
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -2,13 +2,16 @@
 
 The link carries the tour and its stop (`?tour=default&stop=4`, beside the stop's own parameters), so a link
 opens a tour at any stop. Previous and Next (or the left and right arrow keys) open the neighbouring stop's
-link. Tours come from the app's `tours/` folder, from a folder the operator names in ANATOMY_TOURS (the way to
+link. The learner's text stays from stop to stop, except at a stop with a sentence of its own, which the bar
+announces. Tours come from the app's `tours/` folder, from a folder the operator names in ANATOMY_TOURS (the way to
 offer a class its own tours on a hosted server), and, for one browser session, from a file the teacher
 uploads or, when the app runs on their own computer, names by its path. What a file says is shown as written.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 from pathlib import Path
 
@@ -24,19 +27,27 @@ TOUR, STOP = tours.RESERVED_KEYS  # link keys and session state
 NO_TOUR = ""
 YOURS = "yours"  # the name of the tour a teacher gave in this session
 OPERATOR_VARIABLE = "ANATOMY_TOURS"  # a folder of tour files the operator offers besides the shipped ones
-KEPT_ACROSS_STOPS = ("text", "model", "present")  # the sidebar's choices, kept from stop to stop
+KEPT_ACROSS_STOPS = (tours.TEXT_KEY, "model", "present")  # the sidebar's choices, kept from stop to stop
 _YOUR_TOUR = "_tour_yours"  # session state: the Tour uploaded (or read from a path) in this session
 _GO_TO = "_tour_go_to"  # session state: the stop a Previous or Next button asked for
 
 
-def page_titles() -> dict[str, str]:
-    return {lesson.name: lesson.title for lesson in frame.LESSONS}
+@st.cache_resource(show_spinner=False)
+def pages() -> dict[str, tours.Page]:
+    """Every page a stop can open, by its name in links, with the exercises its lesson offers."""
+    return {lesson.name: tours.Page(lesson.title, _exercises_of(lesson.name)) for lesson in frame.LESSONS}
+
+
+def _exercises_of(lesson: str) -> tuple[str, ...]:
+    if importlib.util.find_spec(f"lessons.{lesson}") is None:
+        return ()  # the welcome page has no lesson folder, and asks nothing
+    return tuple(importlib.import_module(f"lessons.{lesson}.exercises").OFFERS)
 
 
 @st.cache_resource(show_spinner=False)
 def shipped() -> dict[str, Tour]:
     """The tours of the app's `tours/` folder, read once per server process."""
-    return tours.shipped_tours(page_titles())
+    return tours.shipped_tours(pages())
 
 
 @st.cache_resource(show_spinner=False)
@@ -45,7 +56,7 @@ def operator_tours(folder: str) -> tuple[dict[str, Tour], tuple[str, ...]]:
     offered, problems = {}, []
     for path in sorted(Path(folder).glob("*.toml")):
         try:
-            offered[path.stem] = tours.read_tour_file(path, page_titles())
+            offered[path.stem] = tours.read_tour_file(path, pages())
         except TourError as error:
             problems.append(f"{path.name}: {error}")
     if not Path(folder).is_dir():
@@ -74,7 +85,10 @@ def show_bar(page: str) -> None:
     offered = available()
     pasted = linked.is_news(TOUR) or linked.is_news(STOP)  # binding them marks them as read
     name = linked.bind(
-        TOUR, NO_TOUR, fits=lambda value: value == NO_TOUR or value in offered, requirement="no such tour"
+        TOUR,
+        NO_TOUR,
+        fits=lambda value: value == NO_TOUR or value in offered,
+        requirement=f"no such tour; the tours here are {', '.join(offered)}",
     )
     if name == NO_TOUR:
         linked.unpublish(TOUR)
@@ -84,17 +98,22 @@ def show_bar(page: str) -> None:
     number = linked.bind(
         STOP, 1, parse=int, fits=lambda value: 1 <= value <= len(tour.stops), requirement=f"1 to {len(tour.stops)}"
     )
+    # A stop number the tour lacks was just reported, above the bar: opening stop 1's view would start another
+    # page and take the report with it, so the page the link named stays, and the bar starts at stop 1.
+    refused = st.query_params.get(STOP) not in (None, str(number))
     going_to = st.session_state.pop(_GO_TO, None)
     if going_to is not None:
         open_stop(name, tour, going_to)
     stop = tour.stops[number - 1]
-    if pasted and (stop.page != page or any(key not in st.query_params for key, _ in stop.query)):
+    if pasted and not refused and (stop.page != page or any(key not in st.query_params for key, _ in stop.parameters)):
         open_stop(name, tour, number)  # a link that names only the tour and the stop opens the stop's own view
     linked.publish(TOUR, name)
     linked.publish(STOP, number)
     with st.container(border=True, key="tour_bar"):
         st.progress(number / len(tour.stops), text=f"Tour: {visible(tour.title)} · stop {number} of {len(tour.stops)}")
         st.markdown(f"**{visible(stop.title)}**" + (f"  \n{visible(stop.notes)}" if stop.notes else ""))
+        if stop.text:
+            st.caption(f"This stop uses its own sentence, now in the sidebar: “{visible(stop.text)}”.")
         if stop.page != page:
             st.caption(f"This page is not the stop's own: Previous and Next go on from stop {number}.")
         if name == YOURS:
@@ -137,8 +156,9 @@ def open_stop(name: str, tour: Tour, number: int) -> None:
     stop = tour.stops[number - 1]
     linked.set_value(STOP, number)
     # The stop shows what its link says and defaults for the rest, as the link opened anew would: the view's
-    # other choices are forgotten (the text, the model and presentation style stay the session's own).
-    for key in set(st.query_params) - {key for key, _ in stop.query} - {*KEPT_ACROSS_STOPS, TOUR, STOP}:
+    # other choices are forgotten (the text, the model and presentation style stay the session's own, unless
+    # the stop has a sentence of its own).
+    for key in set(st.query_params) - {key for key, _ in stop.parameters} - {*KEPT_ACROSS_STOPS, TOUR, STOP}:
         linked.forget(key)
     lesson = next(lesson for lesson in frame.LESSONS if lesson.name == stop.page)
     # Streamlit refuses to write a link key that a widget of the page on screen is bound to (its tabs, when the
@@ -148,7 +168,15 @@ def open_stop(name: str, tour: Tour, number: int) -> None:
         if key in bound:
             st.session_state[key] = value
     params = [(key, value) for key, value in stop.query if key not in bound]
+    if stop.text:  # before the lesson's pickers read it: token positions in the link count in this text
+        params.append((tours.TEXT_KEY, _in_link(stop.text)))
     st.switch_page(lesson.file, query_params=[*params, (TOUR, name), (STOP, str(number))])
+
+
+def _in_link(text: str) -> str:
+    encoded = linked.encode_text(text)
+    assert encoded is not None, "a stop's text is short enough to fit in a link (tours.MAX_TEXT_CHARACTERS)"
+    return encoded
 
 
 def _refuses(key: str, value: str) -> bool:
@@ -235,9 +263,9 @@ def _your_own() -> None:
                 text = upload.getvalue().decode("utf-8")
             except UnicodeDecodeError:
                 raise TourError("The file is not text in UTF-8.") from None
-            yours = tours.read_tour(text, page_titles())
+            yours = tours.read_tour(text, pages())
         else:
-            yours = tours.read_tour_file(Path(path.strip()).expanduser(), page_titles())
+            yours = tours.read_tour_file(Path(path.strip()).expanduser(), pages())
     except TourError as error:
         st.error(visible(str(error)), icon=":material/error:")
         return
