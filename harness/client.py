@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
+from http.cookies import SimpleCookie
 from urllib.parse import urlencode
 
 import websockets
@@ -26,6 +27,8 @@ from websockets.typing import Origin, Subprotocol
 
 SIDEBAR = 1  # the first number of a delta path: 0 is the main area, 1 the sidebar
 FINISHED_SUCCESSFULLY, FINISHED_EARLY_FOR_RERUN = 0, 2
+# The header by which the lecture hall's nginx (deploy/nginx/anatomy.conf.template) names the replica that answered.
+REPLICA_HEADER = "X-Anatomy-Replica"
 
 
 @dataclass
@@ -34,6 +37,7 @@ class PageRun:
 
     elements: list[tuple[int, Element]] = field(default_factory=list)  # (container, element)
     received_bytes: int = 0
+    replica: str = ""  # behind the lecture hall's nginx: the replica that ran it
 
     def of_kind(self, kind: str, container: int | None = None) -> list:
         return [
@@ -98,13 +102,28 @@ def _strings(values, into: list[str]) -> None:
     # dicts are typed numeric arrays ({"dtype", "bdata"}): no labels in them
 
 
-class Tab:
-    """One browser tab's conversation with the server: one Streamlit session."""
+def remember_cookies(cookies: dict[str, str], set_cookie_headers: list[str]) -> None:
+    """Keep what `Set-Cookie` headers set, as a browser does (one host here: domains and paths do not matter)."""
+    for header in set_cookie_headers:
+        for name, morsel in SimpleCookie(header).items():
+            cookies[name] = morsel.value
 
-    def __init__(self, base_url: str):
+
+def cookie_header(cookies: dict[str, str]) -> dict[str, str]:
+    """The `Cookie` header a browser would send with these cookies (none when there are none)."""
+    return {"Cookie": "; ".join(f"{name}={value}" for name, value in cookies.items())} if cookies else {}
+
+
+class Tab:
+    """One browser tab's conversation with the server: one Streamlit session. Like a browser, it keeps the
+    cookies the server sets (the lecture hall's proxy pins a browser to one replica by a cookie)."""
+
+    def __init__(self, base_url: str, cookies: dict[str, str] | None = None):
         self.base_url = base_url
+        self.cookies = {} if cookies is None else cookies  # shared with the caller's own requests, if given
         self.query_string = ""
         self.page_script_hash = ""
+        self.replica = ""  # what the proxy's REPLICA_HEADER said when the websocket opened
         self._socket: ClientConnection | None = None
         self._cache: dict[str, ForwardMsg] = {}
 
@@ -118,7 +137,12 @@ class Tab:
             subprotocols=[Subprotocol("streamlit")],
             origin=Origin(self.base_url),
             max_size=None,
+            additional_headers=cookie_header(self.cookies),
         )
+        handshake = self._socket.response
+        if handshake is not None:
+            remember_cookies(self.cookies, handshake.headers.get_all("Set-Cookie"))
+            self.replica = handshake.headers.get(REPLICA_HEADER, "")
         message = BackMsg()
         message.rerun_script.query_string = self.query_string
         message.rerun_script.page_name = page
@@ -136,11 +160,19 @@ class Tab:
         state.trigger_value = True
         return await self._run(message, timeout)
 
-    def _rerun_with_widget(self, widget_id: str):
-        """A rerun of the current page carrying one widget's new state (the caller sets its value)."""
+    async def rerun(self, timeout: float) -> PageRun:
+        """Run the current page again in the same session, as the R key does."""
+        return await self._run(self._rerun(), timeout)
+
+    def _rerun(self) -> BackMsg:
         message = BackMsg()
         message.rerun_script.query_string = self.query_string
         message.rerun_script.page_script_hash = self.page_script_hash
+        return message
+
+    def _rerun_with_widget(self, widget_id: str):
+        """A rerun of the current page carrying one widget's new state (the caller sets its value)."""
+        message = self._rerun()
         state = message.rerun_script.widget_states.widgets.add()
         state.id = widget_id
         return message, state
@@ -161,7 +193,7 @@ class Tab:
         return await asyncio.wait_for(self._receive_run(), timeout)
 
     async def _receive_run(self) -> PageRun:
-        run = PageRun()
+        run = PageRun(replica=self.replica)
         while True:
             data = await self._open_socket.recv()
             run.received_bytes += len(data)
@@ -174,7 +206,7 @@ class Tab:
                 cached, kind = self._cache[forward.ref_hash], "delta"
                 forward = ForwardMsg(metadata=forward.metadata, delta=cached.delta)
             if kind == "new_session":
-                run = PageRun(received_bytes=run.received_bytes)  # a rerun starts over
+                run = PageRun(received_bytes=run.received_bytes, replica=self.replica)  # a rerun starts over
             elif kind == "navigation":  # which page ran: a rerun must name it, or the default page runs
                 self.page_script_hash = forward.navigation.page_script_hash
             elif kind == "page_info_changed":

@@ -186,7 +186,7 @@ def record_run(
     problems += more_problems or []
     tally.errors += [f"session {session} {lesson.path} ({how}): {problem}" for problem in problems]
     if not problems:
-        tally.views.append(View(session, lesson.path, how, seconds, start - began, run.received_bytes))
+        tally.views.append(View(session, lesson.path, how, seconds, start - began, run.received_bytes, run.replica))
 
 
 def record_training(

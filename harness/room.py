@@ -87,6 +87,7 @@ class View:
     seconds: float
     started: float  # seconds since the load began
     received_bytes: int = 0  # what the server sent for it (websocket students only)
+    replica: str = ""  # behind the lecture hall's nginx: the replica that served it (websocket students only)
 
 
 @dataclass

@@ -50,8 +50,10 @@ class StreamlitServer:
         port: int | None = None,
         environment: dict | None = None,
         script: Path = ROOT / "app.py",
+        detached: bool = False,
     ):
         self.script = script
+        self.detached = detached  # in a session of its own: a Ctrl-C in the terminal does not reach it
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
@@ -75,7 +77,14 @@ class StreamlitServer:
         if self.log_path:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "w") if self.log_path else subprocess.DEVNULL
-        self.process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=self.environment)
+        self.process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=self.environment,
+            start_new_session=self.detached,
+        )
         return self
 
     @property

@@ -1,0 +1,309 @@
+"""A lecture hall on loopback: several hosted replicas of the app behind Debian's nginx, and what a browser
+does through it.
+
+`Hall` starts N replicas (`streamlit run app.py` in hosted mode, each on a free loopback port), opens every
+lesson once on each, renders the nginx configuration (deploy/nginx/anatomy.conf.template) into its own folder,
+and starts nginx there as an ordinary process with its own prefix, logs and temporary files. While it runs, a
+replica that exits is started again (on a new port, warmed up, then nginx reloaded). `stop` ends nginx, then
+every replica.
+
+One Streamlit process keeps each session in its memory, so the proxy pins a browser to one replica by a
+cookie; see the template for how, and docs/hosting.md for why. `visit` is a browser's plain HTTP request
+(keeping cookies); harness.client.Tab is its websocket, keeping the same cookies.
+
+scripts/lecture_hall.py (`make class`) runs a Hall until Ctrl-C; tests/deploy/test_lecture_hall.py drives one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from email.message import Message
+from pathlib import Path
+
+from harness.client import REPLICA_HEADER, cookie_header, remember_cookies
+from harness.load import websocket_warm_up
+from harness.server import StreamlitServer, free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+NGINX = Path(shutil.which("nginx") or "/usr/sbin/nginx")  # Debian: apt-get install nginx
+# Debian: apt-get install libnginx-mod-http-brotli-filter. Without it the hall compresses with gzip only.
+BROTLI_MODULE = Path("/usr/lib/nginx/modules/ngx_http_brotli_filter_module.so")
+TEMPLATE = ROOT / "deploy" / "nginx" / "anatomy.conf.template"
+COOKIE = "anatomy_replica"  # the name the template reads as $cookie_anatomy_replica
+
+# deploy/compose.yaml: replica-0, replica-1, ... as services, each on its own port (nginx tells the replicas
+# apart by the port that answered), and nginx on 8080 inside its container.
+COMPOSE_CONFIG = ROOT / "deploy" / "nginx" / "compose.conf"
+COMPOSE_REPLICAS = 3
+COMPOSE_FIRST_PORT = 8501
+COMPOSE_LISTEN = "8080"
+
+BROTLI = """
+        brotli on;
+        brotli_comp_level 5;
+        brotli_types application/javascript text/javascript text/css application/json application/manifest+json
+                     image/svg+xml text/csv text/plain font/ttf;"""
+
+log = logging.getLogger(__name__)
+
+
+def replica_name(index: int) -> str:
+    return f"replica-{index}"
+
+
+def nginx_config(addresses: list[str], listen: str, brotli: bool) -> str:
+    """The template filled in for replicas at `addresses` ("host:port", each port a different one), nginx
+    listening on `listen`, with or without the brotli module."""
+    names = [replica_name(index) for index in range(len(addresses))]
+    upstreams = []
+    for name, address in zip(names, addresses):
+        backups = "".join(f"\n        server {other} backup;" for other in addresses if other != address)
+        upstreams.append(f"    upstream {name} {{\n        server {address};{backups}\n    }}")
+    port_patterns = [address.rsplit(":", 1)[1] for address in addresses]
+    if len(set(port_patterns)) != len(addresses):
+        raise ValueError(f"each replica needs a port of its own (nginx names them by it): {addresses}")
+    fields = {
+        "load_brotli_module": f"load_module {BROTLI_MODULE};" if brotli else "# (no brotli module: gzip only)",
+        "replica_upstreams": "\n".join(upstreams),
+        "class_servers": "\n".join(f"        server {address};" for address in addresses),
+        "upstream_by_cookie": "\n".join(f"        {name} {name};" for name in names),
+        "replica_by_address": "\n".join(f'        "~:{port}$" {name};' for name, port in zip(names, port_patterns)),
+        "listen": listen,
+        "brotli": BROTLI if brotli else "",
+    }
+    config = TEMPLATE.read_text()
+    for field, value in fields.items():
+        config = config.replace("{{" + field + "}}", value)
+    if "{{" in config:
+        raise ValueError(f"the template has a field nginx_config does not fill: {config[config.index('{{') :][:40]}")
+    return config
+
+
+def compose_nginx_config() -> str:
+    """What deploy/nginx/compose.conf must hold: the same configuration, for deploy/compose.yaml's services."""
+    addresses = [f"{replica_name(index)}:{COMPOSE_FIRST_PORT + index}" for index in range(COMPOSE_REPLICAS)]
+    rendered = "# Rendered from anatomy.conf.template by `python -m harness.hall`: edit the template, not this file.\n"
+    return rendered + nginx_config(addresses, COMPOSE_LISTEN, brotli=True)
+
+
+def check_nginx_config(config_path: Path, prefix: Path) -> None:
+    """`nginx -t` on a rendered configuration; raises with nginx's own words when it is not valid."""
+    check = subprocess.run(
+        [str(NGINX), "-t", "-q", "-e", "stderr", "-p", f"{prefix}/", "-c", str(config_path)],
+        capture_output=True,
+        text=True,
+    )
+    if check.returncode:
+        raise RuntimeError(f"nginx -t failed for {config_path}:\n{check.stderr}")
+
+
+def prepare_prefix(prefix: Path) -> None:
+    """The folders the template's relative paths need under nginx's prefix."""
+    for folder in ("logs", "temp"):
+        (prefix / folder).mkdir(parents=True, exist_ok=True)
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: Message
+    body: bytes
+
+    @property
+    def replica(self) -> str:
+        return self.headers.get(REPLICA_HEADER, "")
+
+
+def visit(url: str, cookies: dict[str, str], accept_encoding: str = "identity", timeout: float = 60) -> Answer:
+    """One request as a browser makes it: with its cookies, keeping what the answer sets."""
+    request = urllib.request.Request(url, headers={"Accept-Encoding": accept_encoding, **cookie_header(cookies)})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            answer = Answer(response.status, response.headers, response.read())
+    except urllib.error.HTTPError as error:
+        answer = Answer(error.code, error.headers, error.read())
+    remember_cookies(cookies, answer.headers.get_all("Set-Cookie") or [])
+    return answer
+
+
+class Hall:
+    """`replicas` hosted replicas of the app on loopback and nginx in front of them on `address`:`port` (a free
+    loopback port if none is given), everything they write under `folder`. A context manager, or start()/stop()."""
+
+    def __init__(
+        self,
+        folder: Path,
+        replicas: int = 2,
+        port: int | None = None,
+        address: str = "127.0.0.1",
+        environment: dict | None = None,
+        warm_up: bool = True,
+    ):
+        self.folder = folder
+        self.warm_up = warm_up
+        self.port = port or free_port()
+        self.listen = f"{address}:{self.port}"  # nginx's; the replicas always listen on loopback only
+        self.url = f"http://{'127.0.0.1' if address == '0.0.0.0' else address}:{self.port}"
+        self.prefix = folder / "nginx"
+        # One cookie secret for every replica: a student moved to another replica after a failure keeps a
+        # valid XSRF cookie (an upload of a tour file needs one).
+        self.environment = {
+            "ANATOMY_HOSTED": "1",
+            "STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32),
+            **(environment or {}),
+        }
+        self.replicas = [self._replica(index, free_port()) for index in range(replicas)]
+        self.restarts: list[str] = []  # the name of each replica started again, in order
+        self.restarting = threading.Event()  # cleared: a dead replica stays dead (a test of the fallback clears it)
+        self.restarting.set()
+        self.nginx: subprocess.Popen | None = None
+        self._stopping = threading.Event()
+        self._watcher = threading.Thread(target=self._restart_the_dead, daemon=True)
+
+    def _replica(self, index: int, port: int) -> StreamlitServer:
+        log_path = self.folder / f"{replica_name(index)}.log"
+        if log_path.exists():  # a restart: keep the log of the one that died
+            log_path = self.folder / f"{replica_name(index)}.{time.strftime('%H%M%S')}.log"
+        # detached: Ctrl-C in the terminal reaches the hall alone, which then stops the replicas in order
+        return StreamlitServer(log_path, port=port, environment=self.environment, detached=True)
+
+    @property
+    def names(self) -> list[str]:
+        return [replica_name(index) for index in range(len(self.replicas))]
+
+    def pid(self, name: str) -> int:
+        return self.replicas[self.names.index(name)].started_process.pid
+
+    def start(self) -> Hall:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for replica in self.replicas:
+            replica.start()
+        self._make_ready(self.replicas)
+        prepare_prefix(self.prefix)
+        config_path = self._write_nginx_config()
+        with open(self.folder / "nginx.log", "w") as nginx_log:
+            self.nginx = subprocess.Popen(
+                [str(NGINX), "-e", "stderr", "-p", f"{self.prefix}/", "-c", str(config_path), "-g", "daemon off;"],
+                stdout=nginx_log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self._wait_for_nginx()
+        self._watcher.start()
+        return self
+
+    def _make_ready(self, replicas: list[StreamlitServer]) -> None:
+        """Healthy, then every lesson opened once (in parallel over the replicas), before any student comes:
+        the first visits load the models, and a class arriving at once on a cold server meets errors of
+        modules imported by several sessions at the same moment."""
+        for replica in replicas:
+            replica.wait_until_healthy()
+        if self.warm_up:
+
+            async def warm_all() -> None:
+                await asyncio.gather(*(websocket_warm_up(replica.url) for replica in replicas))
+
+            asyncio.run(warm_all())
+
+    def _write_nginx_config(self) -> Path:
+        config_path = self.prefix / "nginx.conf"
+        addresses = [f"127.0.0.1:{replica.port}" for replica in self.replicas]
+        config_path.write_text(nginx_config(addresses, self.listen, brotli=BROTLI_MODULE.exists()))
+        check_nginx_config(config_path, self.prefix)
+        return config_path
+
+    def _wait_for_nginx(self, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.nginx is None or self.nginx.poll() is not None:
+                raise RuntimeError(f"nginx exited; see {self.folder / 'nginx.log'}")
+            try:
+                if visit(f"{self.url}/_stcore/health", {}, timeout=2).status == 200:
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise TimeoutError(f"nginx did not answer on {self.url} within {timeout} s")
+
+    def _restart_the_dead(self) -> None:
+        """Start a replica again whenever its process has ended (until the hall stops). Meanwhile nginx sends
+        its students to the others. The new process gets a new port and is warmed up first; only then does
+        nginx, reloaded, send it anyone."""
+        while not self._stopping.wait(0.5):
+            for index, replica in enumerate(self.replicas):
+                if replica.started_process.poll() is None or self._stopping.is_set() or not self.restarting.is_set():
+                    continue
+                name = replica_name(index)
+                log.warning("%s exited with %s; starting it again", name, replica.started_process.returncode)
+                successor = self._replica(index, free_port()).start()
+                try:
+                    self._make_ready([successor])
+                except Exception:
+                    log.exception("%s did not start again; trying once more", name)
+                    successor.stop()
+                    continue
+                self.replicas[index] = successor
+                self._write_nginx_config()
+                self.started_nginx.send_signal(signal.SIGHUP)  # a reload: open connections stay as they are
+                self.restarts.append(name)
+
+    @property
+    def started_nginx(self) -> subprocess.Popen:
+        if self.nginx is None:
+            raise RuntimeError("nginx has not been started")
+        return self.nginx
+
+    def stop(self) -> None:
+        """nginx first (no new requests reach a replica that is going), then every replica."""
+        self._stopping.set()
+        if self._watcher.is_alive():
+            self._watcher.join()
+        if self.nginx is not None and self.nginx.poll() is None:
+            self.nginx.terminate()  # SIGTERM: a fast shutdown, open websockets included
+            try:
+                self.nginx.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.nginx.kill()
+                self.nginx.wait()
+        for replica in self.replicas:
+            replica.stop()
+
+    def processes(self) -> dict[str, int]:
+        """Every process the hall runs, by name: nginx's master and each replica."""
+        running = {name: self.pid(name) for name in self.names}
+        if self.nginx is not None:
+            running["nginx"] = self.nginx.pid
+        return running
+
+    def __enter__(self) -> Hall:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def is_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+if __name__ == "__main__":  # `python -m harness.hall > deploy/nginx/compose.conf`
+    print(compose_nginx_config(), end="")

@@ -1,0 +1,201 @@
+"""The lecture hall for real (harness/hall.py): two hosted replicas behind Debian's nginx on loopback, every
+client at 127.0.0.1 as a class behind one campus NAT would be.
+
+Students are spread over the replicas and each stays on one (its pages, its static files, its websocket);
+nginx compresses Streamlit's JavaScript with gzip and brotli and lets browsers keep it; and a replica killed
+by its PID in the middle of a class fails its own students at once, who reconnect to a live replica, while
+every other student carries on. The one command (`make class`) stops everything on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.client import Tab
+from harness.hall import Hall, is_running, visit
+from harness.load import websocket_student
+from harness.room import VIEW_TIMEOUT_SECONDS, Tally
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE_SECONDS = 20
+YEAR = 31_536_000
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def hall(tmp_path_factory):
+    with Hall(tmp_path_factory.mktemp("hall"), replicas=2) as running:
+        yield running
+
+
+async def student_opens_the_app(hall: Hall, cookies: dict[str, str]) -> tuple[list[str], Tab]:
+    """What a browser does on the app's link: the page, a static bundle, the health check, the websocket and a
+    page run over it. Returns the replica that answered each, and the tab (left open)."""
+    page = visit(f"{hall.url}/", cookies)
+    bundle = re.search(r"static/js/index\.[\w-]+\.js", page.body.decode()).group(0)
+    answers = [page, visit(f"{hall.url}/{bundle}", cookies), visit(f"{hall.url}/_stcore/health", cookies)]
+    tab = Tab(hall.url, cookies)
+    run = await tab.open("tokenization", {"text": "the red penguin"}, VIEW_TIMEOUT_SECONDS)
+    return [answer.replica for answer in answers] + [tab.replica, run.replica], tab
+
+
+def test_students_behind_one_address_are_spread_over_the_replicas_and_each_stays_on_its_own(hall):
+    async def class_arrives():
+        students = [await student_opens_the_app(hall, {}) for _ in range(4)]
+        for _, tab in students:
+            await tab.close()
+        return [replicas for replicas, _ in students]
+
+    replicas_seen = asyncio.run(class_arrives())
+    for replicas in replicas_seen:
+        assert len(set(replicas)) == 1 and replicas[0] in hall.names, replicas  # page, bundle, health, websocket
+    assert {replicas[0] for replicas in replicas_seen} == set(hall.names), replicas_seen
+
+
+def test_a_cookie_naming_a_replica_that_does_not_exist_gets_a_live_one_and_a_new_cookie(hall):
+    cookies = {"anatomy_replica": "replica-7"}
+    answer = visit(f"{hall.url}/_stcore/health", cookies)
+    assert answer.status == 200 and answer.replica in hall.names
+    assert cookies["anatomy_replica"] == answer.replica
+
+
+def test_streamlits_javascript_comes_compressed_with_brotli_or_gzip_and_cached_for_a_year(hall):
+    bundle = re.search(r"static/js/index\.[\w-]+\.js", visit(f"{hall.url}/", {}).body.decode()).group(0)
+    plain, gzipped, brotli = (
+        visit(f"{hall.url}/{bundle}", {}, encoding) for encoding in ("identity", "gzip", "br, gzip")
+    )
+    assert plain.headers.get("Content-Encoding") is None
+    assert gzipped.headers["Content-Encoding"] == "gzip" and gzip.decompress(gzipped.body) == plain.body
+    assert brotli.headers["Content-Encoding"] == "br" and len(brotli.body) < len(plain.body) / 2
+    for answer in (plain, gzipped, brotli):
+        assert answer.headers["Cache-Control"] == f"public, max-age={YEAR}, immutable"
+        assert answer.headers["Vary"] == "Accept-Encoding"
+    front_page = visit(f"{hall.url}/", {}, "gzip")
+    assert front_page.headers["Content-Encoding"] == "gzip"
+    assert front_page.headers["Cache-Control"] == "no-cache", "the page naming the bundles must be asked for again"
+
+
+async def the_class_while_one_replica_is_killed(hall: Hall) -> dict:
+    """Four students working through the lessons for SMOKE_SECONDS (harness.load's students), plus one student
+    per replica sitting on an open page. Once every working student has seen a view, replica-0 is killed by its
+    PID; the hall starts it again only once the class is over, so that every reconnect meets the fallback."""
+    tally, began = Tally(), time.monotonic()
+    sitting = {}
+    for _ in hall.names:
+        cookies: dict[str, str] = {}
+        replicas, tab = await student_opens_the_app(hall, cookies)
+        sitting[replicas[-1]] = (tab, cookies)
+    students = [
+        asyncio.create_task(websocket_student(hall.url, index, began + SMOKE_SECONDS, began, tally))
+        for index in range(4)
+    ]
+    while len({view.session for view in tally.views}) < len(students) and time.monotonic() < began + SMOKE_SECONDS:
+        await asyncio.sleep(0.2)
+    hall.restarting.clear()
+    killed, killed_pid, killed_at = "replica-0", hall.pid("replica-0"), time.monotonic() - began
+    os.kill(killed_pid, signal.SIGKILL)
+
+    sitting_tab, sitting_cookies = sitting[killed]
+    try:
+        await sitting_tab.rerun(VIEW_TIMEOUT_SECONDS)
+        failure = "none"
+    except Exception as error:
+        failure = type(error).__name__
+    health = visit(f"{hall.url}/_stcore/health", sitting_cookies)  # a browser's first step of a reconnect
+    reconnected = Tab(hall.url, sitting_cookies)
+    rerun = await reconnected.open("tokenization", {"text": "the red penguin"}, VIEW_TIMEOUT_SECONDS)
+    other_tab, _ = sitting[next(name for name in hall.names if name != killed)]
+    others_rerun = await other_tab.rerun(VIEW_TIMEOUT_SECONDS)
+
+    await asyncio.gather(*students)
+    for tab in (sitting_tab, reconnected, other_tab):
+        await tab.close()
+    hall.restarting.set()
+    return {
+        "tally": tally,
+        "killed": killed,
+        "killed_pid": killed_pid,
+        "killed_at": killed_at,
+        "failure": failure,
+        "reconnected_to": [health.replica, reconnected.replica, rerun.replica],
+        "cookie_after": sitting_cookies["anatomy_replica"],
+        "others_rerun": others_rerun,
+    }
+
+
+def test_a_replica_killed_mid_class_fails_its_own_students_who_reconnect_to_a_live_one(hall):
+    outcome = asyncio.run(the_class_while_one_replica_is_killed(hall))
+    tally: Tally = outcome["tally"]
+    killed, survivor = outcome["killed"], next(name for name in hall.names if name != outcome["killed"])
+    before = [view for view in tally.views if view.started < outcome["killed_at"]]
+    after = [view for view in tally.views if view.started > outcome["killed_at"]]
+    replicas_of: dict[int, set[str]] = {}
+    for view in before:
+        replicas_of.setdefault(view.session, set()).add(view.replica)
+
+    # Before the kill: every student on one replica throughout (a new websocket for every view), both in use.
+    assert all(len(replicas) == 1 for replicas in replicas_of.values()), replicas_of
+    on_killed = {session for session, replicas in replicas_of.items() if replicas == {killed}}
+    assert on_killed and on_killed != set(replicas_of), replicas_of
+
+    # The student sitting on the killed replica: its websocket fails at once, and a reconnect lands on the
+    # live replica with a cookie naming it. The one on the other replica carries on in the same session.
+    assert outcome["failure"].startswith("ConnectionClosed"), outcome["failure"]
+    assert outcome["reconnected_to"] == [survivor] * 3 and outcome["cookie_after"] == survivor, outcome
+    assert outcome["others_rerun"].replica == survivor and not outcome["others_rerun"].exceptions
+
+    # The working students: those of the killed replica lost at most the view in flight, with a closed
+    # connection, then carried on on the live replica; every other student saw no error at all.
+    for error in tally.errors:
+        session = int(error.split()[1])
+        assert session in on_killed and "ConnectionClosed" in error, error
+    for session in on_killed:
+        assert [view for view in after if view.session == session], f"student {session} never came back"
+    assert {view.replica for view in after} == {survivor}
+
+    # Once restarts are allowed again, the hall starts the killed replica again (warmed up, then nginx reloaded),
+    # and a browser whose cookie names it is served by it once more.
+    deadline = time.monotonic() + 180
+    while not hall.restarts and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert hall.restarts == [killed] and hall.pid(killed) != outcome["killed_pid"]
+    answers = [visit(f"{hall.url}/_stcore/health", {"anatomy_replica": killed}) for _ in range(20)]
+    assert answers[-1].status == 200 and answers[-1].replica == killed, [answer.replica for answer in answers]
+
+
+def test_the_one_command_starts_the_hall_and_stops_nginx_and_every_replica_on_sigterm(tmp_path):
+    command = [
+        sys.executable,
+        "scripts/lecture_hall.py",
+        "--replicas",
+        "2",
+        "--port",
+        "0",
+        "--folder",
+        str(tmp_path),
+        "--cold",
+    ]
+    hall = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ})
+    try:
+        started = json.loads(hall.stdout.readline())
+        assert visit(f"{started['url']}/_stcore/health", {}).status == 200
+        assert set(started["processes"]) == {"replica-0", "replica-1", "nginx"}
+        assert all(is_running(pid) for pid in started["processes"].values())
+        hall.send_signal(signal.SIGTERM)
+        assert hall.wait(timeout=60) == 0
+    finally:
+        if hall.poll() is None:
+            hall.kill()
+    assert not [name for name, pid in started["processes"].items() if is_running(pid)]
