@@ -50,8 +50,8 @@ TOKENS = f"""
 #### Your text as SmolLM2's tokens
 SmolLM2 cuts text with **byte-level BPE**: the text's UTF-8 bytes are merged, pair by pair, into pieces seen
 often in training. A piece that starts with a space keeps the space (shown as `{SHOWN_SPACE}`; the vocabulary itself
-writes it `Ġ`), so `{readable_piece("ĠFrance")}` and `France` are two different tokens. A character the vocabulary lacks is split into
-its bytes (shown as `<F0>`), so no text is ever unknown.
+writes it `Ġ`), so `{readable_piece("ĠFrance")}` and `France` are two different tokens. A character the vocabulary
+lacks is split into its bytes (shown as `<F0>`), so no text is ever unknown.
 """
 
 NEXT_TOKEN = """
