@@ -63,6 +63,7 @@ def loss_curve(
     figure.update_xaxes(title="training step", range=[0, max(planned_steps, len(values), 1) + 1])
     drawn = (values, [] if smoothed is None else smoothed, [] if chance_loss is None else [chance_loss])
     figure.update_yaxes(title="loss (cross-entropy, log scale)", type="log", range=log_axis_range(*drawn))
+    figure.update_yaxes(tickformat="~g")  # by default plotly labels 0.5 and 0.2 with one digit: "5", "2"
     figure.update_layout(legend=dict(orientation="h", x=0, y=-0.2), uirevision="loss")
     return style(figure, title, height=height)
 

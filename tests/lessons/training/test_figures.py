@@ -30,6 +30,13 @@ def test_the_loss_axis_is_logarithmic_because_it_falls_from_3_4_to_1e_4():
     assert loss_curve(LOSSES, planned_steps=10).layout.yaxis.type == "log"
 
 
+def test_the_loss_axis_writes_every_tick_as_its_whole_number_so_a_half_reads_0_5():
+    # Plotly's default log ticks label 0.5 and 0.2 with their first digit alone: "5, 2, 1, 5, 2, 0.1" top to bottom.
+    # A tick format makes it write each value in full; "~g" drops the trailing zeros (0.5, 2, 10).
+    axis = loss_curve([3.3, 0.4, 0.09], planned_steps=10).layout.yaxis
+    assert axis.type == "log" and axis.tickformat == "~g"
+
+
 def test_the_moving_average_is_a_second_line_and_a_uniform_guess_a_dashed_level():
     chance = math.log(30)
     figure = loss_curve(LOSSES, 10, smoothed=moving_average(LOSSES, window=2), chance_loss=chance)
