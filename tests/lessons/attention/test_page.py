@@ -1,6 +1,7 @@
 """The attention page, driven headlessly: every number it shows is the number `anatomy` computes."""
 
 import base64
+import json
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from lessons.attention import examples as toy
 from lessons.attention import links
 from lessons.attention.steps import FOCUS_WINDOW, embedding_self_attention
 from lessons.common.runs import run_encoder
+from lessons.common.ui import widgets
 
 PAGE = "pages/attention.py"
 TEXT = "the cat sat on the mat"
@@ -167,6 +169,17 @@ def test_a_model_head_shows_the_traced_weights_of_the_chosen_layer_and_head(trac
     assert np.allclose(figure["z"], expected, rtol=1e-3, atol=1e-6)
     assert figure["y"][0] == "0: [CLS]"
     assert app.query_params[links.LAYER] == "3" and app.query_params[links.HEAD] == "7"
+
+
+def test_the_weights_table_rounds_every_number_to_four_significant_digits():
+    # Streamlit's default cut a tiny weight to its first digit: 8.967e-9 read 0.000000008. sprintf's %.4g, which
+    # Streamlit applies in the browser, rounds to significant digits as Python's printf does.
+    assert widgets.SIGNIFICANT_DIGITS % 8.967e-9 == "8.967e-09" and widgets.SIGNIFICANT_DIGITS % 0.5 == "0.5"
+    app = open_page(PAGE, text=TEXT, query={links.SOURCE: "model", links.STEP: "4"})
+    shown = next(frame for frame in app.dataframe if frame.value.index.name == "softmax weights (query ↓ key →)")
+    columns = json.loads(shown.proto.columns)
+    assert set(columns) == set(shown.value.columns)
+    assert {column["type_config"]["format"] for column in columns.values()} == {widgets.SIGNIFICANT_DIGITS}
 
 
 def test_the_neuron_view_sum_equals_the_raw_score(traced):
