@@ -8,7 +8,7 @@ import pytest
 
 from harness.apptest import HOSTILE_TEXTS, all_markdown, assert_clean, open_expander, open_page, plotly_figures
 from lessons.attention import examples as toy
-from lessons.attention import links
+from lessons.attention import links, text
 from lessons.attention.steps import FOCUS_WINDOW, embedding_self_attention
 from lessons.common.runs import run_encoder
 from lessons.common.ui import widgets
@@ -80,7 +80,7 @@ def test_the_toy_example_shows_its_numbers_step_by_step():
     assert np.array_equal(figure_trace(app, "K")["z"], expected.key.cpu().numpy())
     for step, name, matrix in [
         (2, "QKᵀ (query ↓ key →)", expected.raw_scores),
-        (3, "QKᵀ/√d_k (query ↓ key →)", expected.scaled_scores),
+        (3, "QKᵀ/√dₖ (query ↓ key →)", expected.scaled_scores),
         (4, "softmax weights (query ↓ key →)", expected.weights),
         (5, "output", expected.output),
     ]:
@@ -224,7 +224,13 @@ def test_the_url_restores_source_layer_head_step_and_cell():
     assert app.selectbox(key=links.QUERY).value == 4 and app.selectbox(key=links.KEY).value == 1
     assert app.toggle(key=links.ALL_STEPS).value is True
     headings = [sub.value for sub in app.subheader]
-    assert headings[:5] == ["1. Q, K, V", "2. QKᵀ", "3. ÷ √d_k", "4. softmax", "5. · V"]
+    assert headings[:5] == ["1. Q, K, V", "2. QKᵀ", "3. ÷ √dₖ", "4. softmax", "5. · V"]
+
+
+def test_step_names_and_table_corners_write_d_k_with_a_subscript_not_a_raw_underscore():
+    # Markdown leaves an underscore inside a word as it is: the heading read "3. ÷ √d_k".
+    names = [*text.STEPS.values(), *text.SCORE_TABLES.values()]
+    assert "÷ √dₖ" in names and not [name for name in names if "_" in name]
 
 
 def test_invalid_url_values_fall_back_to_the_defaults():
@@ -244,7 +250,7 @@ def test_next_and_back_move_through_the_steps():
     app.button(key="att_next").click().run()
     app.button(key="att_next").click().run()
     assert app.select_slider(key=links.STEP).value == 3
-    assert "3. ÷ √d_k" in [sub.value for sub in app.subheader]
+    assert "3. ÷ √dₖ" in [sub.value for sub in app.subheader]
     app.button(key="att_back").click().run()
     assert app.select_slider(key=links.STEP).value == 2
 
