@@ -6,7 +6,7 @@ Defined once here; the page and its tests import them. Changing one would break 
 SOURCE = "att_source"  # what to attend over: the toy, the Apple example, the text's embeddings, a head
 LAYER = "att_layer"
 HEAD = "att_head"
-STEP = "att_step"  # 1..5: Q, K, V / QKᵀ / ÷√d_k / softmax / ·V
+STEP = "att_step"  # 1..5: Q, K, V / QKᵀ / ÷√dₖ / softmax / ·V
 ALL_STEPS = "att_all"  # all five steps at once
 QUERY = "att_query"  # the query token followed
 KEY = "att_key"  # the key token it is compared with

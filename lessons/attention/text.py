@@ -13,10 +13,10 @@ SOURCES = {
     "embeddings": "Your text, Q = K = V",
     "model": "Your text, a model head",
 }
-STEPS = {1: "Q, K, V", 2: "QKᵀ", 3: "÷ √d_k", 4: "softmax", 5: "· V"}
+STEPS = {1: "Q, K, V", 2: "QKᵀ", 3: "÷ √dₖ", 4: "softmax", 5: "· V"}
 SCORE_TABLES = {
     "raw": "QKᵀ (query ↓ key →)",
-    "scaled": "QKᵀ/√d_k (query ↓ key →)",
+    "scaled": "QKᵀ/√dₖ (query ↓ key →)",
     "weights": "softmax weights (query ↓ key →)",
 }
 STEP_FORMULAS = {

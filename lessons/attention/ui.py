@@ -429,7 +429,7 @@ def show_table(frame: pd.DataFrame, file_stem: str) -> None:
     """A table and its CSV; a table too wide to read (a 384-wide embedding) is offered as the CSV only,
     built when clicked, which keeps the page light."""
     if frame.shape[1] <= WIDEST_TABLE:
-        st.dataframe(frame)
+        st.dataframe(frame, column_config=widgets.rounded_numbers(frame))
         widgets.download_csv(frame, f"{file_stem}.csv")
         return
     st.caption(f"{frame.shape[1]} columns are too many to read here; hover the heatmap or download them.")

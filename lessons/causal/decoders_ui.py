@@ -423,18 +423,16 @@ def show_next_tokens(context, run: decoding.TextContinuation) -> None:
             chosen=None,
         ),
     )
-    st.dataframe(
-        pd.DataFrame(
-            {
-                "token": tokens,
-                "stands for": [repr(tokenizer.convert_tokens_to_string([token])) for token in tokens],
-                "id": [candidate.token_id for candidate in candidates],
-                "probability": [candidate.probability for candidate in candidates],
-            },
-            index=pd.RangeIndex(1, len(candidates) + 1, name="rank"),
-        ),
-        key="cm_lm_candidates",
+    table = pd.DataFrame(
+        {
+            "token": tokens,
+            "stands for": [repr(tokenizer.convert_tokens_to_string([token])) for token in tokens],
+            "id": [candidate.token_id for candidate in candidates],
+            "probability": [candidate.probability for candidate in candidates],
+        },
+        index=pd.RangeIndex(1, len(candidates) + 1, name="rank"),
     )
+    st.dataframe(table, key="cm_lm_candidates", column_config=widgets.rounded_numbers(table))
     st.caption(
         f"Probabilities are the softmax of the logits at the last token read (position {len(run.tokenized) - 1}), "
         "over the whole vocabulary."

@@ -63,7 +63,8 @@ def show_worked_example() -> None:
     st.markdown(text.WORKED_EXAMPLE)
     section = worked_example_section()
     chart_ui.show_chart(section.figures["steps"], "cm_toy_steps", about="")
-    st.dataframe(section.tables["weights"], key="cm_toy_table")
+    table = section.tables["weights"]
+    st.dataframe(table, key="cm_toy_table", column_config=widgets.rounded_numbers(table))
     st.markdown(text.worked_example_rows(section.numbers["weights"]))
     widgets.download_csv(section.tables["weights"], "causal_mask_worked_example.csv", key="cm_toy_csv")
 
@@ -197,7 +198,8 @@ def show_causal_on_real_head(context, run, layer: int, head: int, window_start: 
     if numbers := widgets.expander_if_open("The numbers", "cm_real_numbers", expanded=shown <= SMALL_WINDOW):
         with numbers:
             st.caption("The softmax rows as numbers, with each row's sum over all of its keys.")
-            st.dataframe(section.tables["weights"], key="cm_real_table")
+            table = section.tables["weights"]
+            st.dataframe(table, key="cm_real_table", column_config=widgets.rounded_numbers(table))
             widgets.download_csv(
                 section.tables["weights"], f"causal_weights_layer{layer}_head{head}.csv", key="cm_real_csv"
             )

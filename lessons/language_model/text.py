@@ -8,7 +8,7 @@ Degeneration" (2019, top-p); Allal et al., "SmolLM2" (2025).
 
 from __future__ import annotations
 
-from lessons.language_model.reading import MAX_TOKENS
+from lessons.language_model.reading import MAX_TOKENS, SHOWN_SPACE, readable_piece
 from lessons.language_model.writing import MAX_NEW_TOKENS
 
 INTRO = """
@@ -46,12 +46,12 @@ MODEL_FACTS = (
     "{parameters:,} parameters"
 )
 
-TOKENS = """
+TOKENS = f"""
 #### Your text as SmolLM2's tokens
 SmolLM2 cuts text with **byte-level BPE**: the text's UTF-8 bytes are merged, pair by pair, into pieces seen
-often in training. A piece that starts with a space keeps the space (shown as `·`; the vocabulary itself writes
-it `Ġ`), so ` France` and `France` are two different tokens. A character the vocabulary lacks is split into
-its bytes (shown as `<F0>`), so no text is ever unknown.
+often in training. A piece that starts with a space keeps the space (shown as `{SHOWN_SPACE}`; the vocabulary itself
+writes it `Ġ`), so `{readable_piece("ĠFrance")}` and `France` are two different tokens. A character the vocabulary
+lacks is split into its bytes (shown as `<F0>`), so no text is ever unknown.
 """
 
 NEXT_TOKEN = """

@@ -69,6 +69,10 @@ def largest_shift_caption(layer: int, head: int, shift: float) -> str:
     )
 
 
+def study_head(head: int) -> str:
+    return f"Study head {head} instead"
+
+
 def similarity_intro(same_position: bool) -> str:
     return (
         "How alike is the word's vector in the two sentences at each depth? Cosine similarity 1 means the "

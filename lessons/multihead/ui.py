@@ -34,8 +34,7 @@ HEAD_VIEW_LINES = 300  # lines per head at most
 @dataclass(frozen=True)
 class LayerView:
     """What every tab reads: the sidebar's text through the model, the layer chosen, and the place of the
-    picker of the head studied closely, beside the layer's. Each tab draws that picker (`studied_head`):
-    the two-sentence tab reads its sentences first, to open on the head they tell apart most."""
+    picker of the head studied closely, beside the layer's. Each tab draws that picker (`studied_head`)."""
 
     context: StudyContext
     run: EncoderRun
@@ -46,8 +45,8 @@ class LayerView:
     def num_heads(self) -> int:
         return self.context.pretrained.config.num_heads
 
-    def studied_head(self, suggested: int | None = None) -> int:
-        return choose_studied_head(self, suggested)
+    def studied_head(self) -> int:
+        return choose_studied_head(self)
 
 
 def layer_view(context: StudyContext) -> LayerView | None:
@@ -75,40 +74,19 @@ def layer_view(context: StudyContext) -> LayerView | None:
     return LayerView(context, run, layer, right)
 
 
-_SUGGESTED_HEAD = "_mh_suggested_head"  # session state: the head this page picked (for a learner who chose none)
-
-
-def choose_studied_head(view: LayerView, suggested: int | None = None) -> int:
-    """The head studied closely, from its picker. A head the learner chose stands, from the link they
-    opened or from the picker; otherwise `suggested` when given, else the head shown so far (at first
-    DEFAULT_HEAD). The head picked for the learner goes into the link too, so a shared link shows it."""
-    chosen = learner_chose_head()
-    if suggested is not None and not chosen:
-        linked.set_value(links.HEAD, suggested)
-    head = linked.selectbox(
+def choose_studied_head(view: LayerView) -> int:
+    """The head studied closely, from its picker (at first DEFAULT_HEAD). Only the learner changes it, with the
+    picker or a button that offers a head: it is the same head on every tab."""
+    return linked.selectbox(
         "Head to study closely",
         links.HEAD,
         range(view.num_heads),
-        DEFAULT_HEAD % view.num_heads if suggested is None else suggested,
+        DEFAULT_HEAD % view.num_heads,
         parse=int,
         format_func=head_name,
         container=view.head_column,
         help=text.STUDIED_HEAD_HELP,
-        on_change=_forget_suggestion,
     )
-    if not chosen:
-        st.session_state[_SUGGESTED_HEAD] = str(head)
-    return head
-
-
-def learner_chose_head() -> bool:
-    """True when the link names a head this page did not pick itself: one the learner opened or chose."""
-    in_link = st.query_params.get(links.HEAD)
-    return in_link is not None and in_link != st.session_state.get(_SUGGESTED_HEAD)
-
-
-def _forget_suggestion() -> None:
-    st.session_state.pop(_SUGGESTED_HEAD, None)  # the learner picked a head: from now on it is theirs
 
 
 # ----- cached builders -------------------------------------------------------------------------------------
@@ -226,8 +204,8 @@ def show_head_view(view: LayerView) -> None:
 
 
 def show_two_sentences(view: LayerView) -> None:
-    """The studied head in two sentences, then one word they share followed from one to the other. Unless
-    the learner chose a head, the tab opens on the one in which that word's attention differs most."""
+    """The studied head in two sentences, then one word they share followed from one to the other, with the
+    head in which that word's attention differs most offered one click away."""
     st.markdown(text.TWO_SENTENCES_INTRO)
     left, right = st.columns(2)
     sentences = (
@@ -251,13 +229,15 @@ def show_two_sentences(view: LayerView) -> None:
     if positions and len(runs[0].tokenized) == len(runs[1].tokenized):  # rows over the same positions compare
         weights = [layer_weights(run, view.layer) for run in runs]  # (H, T, T) each
         shifts = comparison.word_attention_shift(weights[0], weights[1], positions)
-    head = view.studied_head(suggested=None if shifts is None else int(shifts.argmax()))
+    head = view.studied_head()
     pooled = [head_stats.average_pool(layer_weights(run, view.layer)[head]) for run in runs]
     labels = [
         figures.bin_labels(pooled_map.row_bins) if pooled_map.pooled else figures.token_labels(run.tokenized.tokens)
         for pooled_map, run in zip(pooled, runs)
     ]
     with maps:
+        if shifts is not None:
+            offer_the_head_that_differs_most(view.layer, head, shifts)
         chart(
             figures.map_panels(
                 [pooled_map.values for pooled_map in pooled],
@@ -273,7 +253,22 @@ def show_two_sentences(view: LayerView) -> None:
     if word is None or positions is None:
         st.info(text.NO_SHARED_WORD, icon=":material/compare_arrows:")
         return
-    follow_word(runs, positions, view.layer, head, shifts)
+    follow_word(runs, positions, view.layer, head)
+
+
+def offer_the_head_that_differs_most(layer: int, head: int, shifts: Tensor) -> None:
+    """Which head the followed word's attention moves most in between the sentences, and a button that studies
+    it: the tab does not switch heads by itself, since the studied head is the learner's on every tab."""
+    most = int(shifts.argmax())
+    st.caption(text.largest_shift_caption(layer, most, float(shifts[most])))
+    if most != head:
+        st.button(
+            text.study_head(most),
+            key="mh_study_most",
+            on_click=linked.set_value,
+            args=(links.HEAD, most),
+            icon=":material/swap_horiz:",
+        )
 
 
 def word_positions(runs: list[EncoderRun], word: str) -> tuple[int, int]:
@@ -281,11 +276,8 @@ def word_positions(runs: list[EncoderRun], word: str) -> tuple[int, int]:
     return runs[0].tokenized.tokens.index(word), runs[1].tokenized.tokens.index(word)
 
 
-def follow_word(
-    runs: list[EncoderRun], positions: tuple[int, int], layer: int, head: int, shifts: Tensor | None
-) -> None:
-    """Where a word both sentences share looks in each, which head it moves most in (`shifts`, when the
-    sentences are as long), and how alike its vectors stay layer after layer."""
+def follow_word(runs: list[EncoderRun], positions: tuple[int, int], layer: int, head: int) -> None:
+    """Where a word both sentences share looks in each, and how alike its vectors stay layer after layer."""
     rows = [layer_weights(run, layer)[head, position] for run, position in zip(runs, positions)]
     chart(
         figures.focus_rows(
@@ -296,9 +288,6 @@ def follow_word(
         ),
         about=runs[0].tokenized.tokens[positions[0]],
     )
-    if shifts is not None:
-        most = int(shifts.argmax())
-        st.caption(text.largest_shift_caption(layer, most, float(shifts[most])))
     similarity = comparison.word_similarity_by_depth(runs[0].trace, runs[1].trace, positions)
     st.markdown(text.similarity_intro(same_position=positions[0] == positions[1]))
     chart(

@@ -78,13 +78,18 @@ def token_highlight(
             continue
         sentence, start, end = row
         row_labels.append(f"{sentence_names[sentence]} {start}".strip())
+        first_of_glyph = 0  # the cell that draws the glyph the current character is part of
         for column, offset in enumerate(range(start, end)):
             character = texts[sentence][offset]
             token = owners[sentence][offset]
             codes[row_index, column] = _cell_code(token, kinds)
-            glyphs[row_index, column] = safe_label(_visible(character))
+            if column and _joins_the_one_before(texts[sentence], offset):
+                glyphs[row_index, first_of_glyph] += safe_label(character)
+            else:
+                first_of_glyph = column
+                glyphs[row_index, column] = safe_label(_visible(character))
             owner_text = "no token" if token < 0 else f"token {token}: {safe_label(token_labels[token])}"
-            hovers[row_index, column] = f"character {offset}: {safe_label(_visible(character))}<br>{owner_text}"
+            hovers[row_index, column] = f"character {offset}: {safe_label(_named(character))}<br>{owner_text}"
 
     figure = go.Figure(
         go.Heatmap(
@@ -207,14 +212,44 @@ def _cell_code(token: int, kinds: Sequence[str]) -> int:
 
 
 def _visible(character: str) -> str:
-    """A glyph for characters that would otherwise draw nothing (spaces, tabs, newlines, controls)."""
+    """What a character's cell draws: spaces, tabs and newlines made visible (the page's `·`, →, ⏎). Other
+    characters that draw nothing in a text (controls, zero-width and bidi format characters) draw nothing
+    here either: they are no spaces, and the cell's hover names them (`_named`)."""
     if character == "\n":
         return "⏎"
     if character == "\t":
         return "→"
-    if character.isspace() or unicodedata.category(character)[0] == "C":
+    if character.isspace():
         return "·"
+    if unicodedata.category(character)[0] == "C":
+        return ""
     return character
+
+
+def _named(character: str) -> str:
+    """A character as the hover names it: U+200D for one that draws nothing or only on another."""
+    if character.isspace():
+        return _visible(character)
+    if unicodedata.category(character) in ("Mn", "Me") or unicodedata.category(character)[0] == "C":
+        return f"U+{ord(character):04X}"
+    return character
+
+
+_ZERO_WIDTH_JOINER = "\u200d"
+_SKIN_TONES = range(0x1F3FB, 0x1F400)  # Fitzpatrick modifiers: 👍 + 🏽 is one hand
+
+
+def _joins_the_one_before(text: str, offset: int) -> bool:
+    """Whether text[offset] is drawn as part of the character before it, as a browser draws them: a zero-width
+    joiner, whatever it joins (👩 + joiner + 👩 + joiner + 👧 is one family), a variation selector (❤ + U+FE0F
+    is the emoji ❤️), a skin tone and a combining accent. Those characters share one cell's glyph, so an emoji
+    is drawn whole (a simplified form of Unicode's grapheme clusters, UAX #29)."""
+    character = text[offset]
+    if character == _ZERO_WIDTH_JOINER or ord(character) in _SKIN_TONES:
+        return True
+    if unicodedata.category(character) in ("Mn", "Me"):  # combining marks; variation selectors are marks too
+        return True
+    return offset > 0 and text[offset - 1] == _ZERO_WIDTH_JOINER and unicodedata.category(character)[0] != "C"
 
 
 def _stepped_colorscale(colors: Sequence[str]) -> list[tuple[float, str]]:

@@ -25,7 +25,8 @@ NO_TOKENS = (
 )
 BLANK_PAIR = "The second sentence is only blank space, so the input stays a single sentence."
 HIGHLIGHT_CAPTION = (
-    "Each cell is one character of the text as typed; rows start with their character offset. "
+    "Each cell is one character of the text as typed (an emoji made of several characters is drawn whole, in "
+    "the cell of its first; hover a cell to name its own); rows start with their character offset. "
     "Grey cells belong to no token: the tokenizer drops spaces after using them to cut words. "
     "When the text is cut at the token limit, only the part the model reads is drawn."
 )

@@ -63,6 +63,7 @@ def loss_curve(
     figure.update_xaxes(title="training step", range=[0, max(planned_steps, len(values), 1) + 1])
     drawn = (values, [] if smoothed is None else smoothed, [] if chance_loss is None else [chance_loss])
     figure.update_yaxes(title="loss (cross-entropy, log scale)", type="log", range=log_axis_range(*drawn))
+    figure.update_yaxes(**log_axis_ticks(figure.layout.yaxis.range))
     figure.update_layout(legend=dict(orientation="h", x=0, y=-0.2), uirevision="loss")
     return style(figure, title, height=height)
 
@@ -78,6 +79,23 @@ def log_axis_range(*lines: Sequence[float] | np.ndarray, margin: float = 1.5) ->
     if not values.size:
         return None
     return [math.log10(values.min() / margin), math.log10(values.max() * margin)]
+
+
+def log_axis_ticks(log_range: Sequence[float] | None) -> dict:
+    """Ticks at 1, 2 and 5 times each power of ten in a log axis's range (log10 units), each labelled with its
+    whole value, 0.5 as "0.5": plotly's own labels give the ticks between powers of ten their first digit
+    alone (the loss axis read "5, 2, 1, 5, 2, 0.1" top to bottom). Past three decades, powers of ten only."""
+    if log_range is None:
+        return {}
+    bottom, top = log_range
+    steps = (1, 2, 5) if top - bottom <= 3 else (1,)
+    values = [
+        step * 10.0**power
+        for power in range(math.floor(bottom), math.ceil(top) + 1)
+        for step in steps
+        if bottom <= math.log10(step) + power <= top
+    ]
+    return dict(tickvals=values, ticktext=[f"{value:g}" for value in values])
 
 
 def first_bets_figure(tokens: Sequence[str], probabilities: Sequence[float], title: str = "") -> go.Figure:

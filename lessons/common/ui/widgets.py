@@ -124,6 +124,18 @@ def download_csv(frame, file_name: str, label: str = "Download the numbers (CSV)
     )
 
 
+# sprintf's %g as Streamlit's tables apply it: four significant digits, rounded, and scientific notation for
+# a tiny value. Streamlit's own format keeps a tiny value's first digit and cuts the rest: 8.967e-9 read
+# 0.000000008, where this reads 8.967e-9.
+SIGNIFICANT_DIGITS = "%.4g"
+
+
+def rounded_numbers(frame: pd.DataFrame) -> dict:
+    """Column settings that show every float column of `frame` to four significant digits, rounded (pass them
+    as st.dataframe's column_config): the numbers themselves stay numbers, to sort by and to copy in full."""
+    return {name: st.column_config.NumberColumn(format=SIGNIFICANT_DIGITS) for name in frame.select_dtypes("float")}
+
+
 def matrix_frame(matrix, row_labels: Iterable[str], column_labels: Iterable[str]) -> pd.DataFrame:
     """A labelled table of a 2-D array (duplicate labels are numbered so every row stays addressable)."""
     return pd.DataFrame(matrix, index=_unique(row_labels), columns=_unique(column_labels))

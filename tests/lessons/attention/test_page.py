@@ -1,15 +1,17 @@
 """The attention page, driven headlessly: every number it shows is the number `anatomy` computes."""
 
 import base64
+import json
 
 import numpy as np
 import pytest
 
 from harness.apptest import HOSTILE_TEXTS, all_markdown, assert_clean, open_expander, open_page, plotly_figures
 from lessons.attention import examples as toy
-from lessons.attention import links
+from lessons.attention import links, text
 from lessons.attention.steps import FOCUS_WINDOW, embedding_self_attention
 from lessons.common.runs import run_encoder
+from lessons.common.ui import widgets
 
 PAGE = "pages/attention.py"
 TEXT = "the cat sat on the mat"
@@ -78,7 +80,7 @@ def test_the_toy_example_shows_its_numbers_step_by_step():
     assert np.array_equal(figure_trace(app, "K")["z"], expected.key.cpu().numpy())
     for step, name, matrix in [
         (2, "QKᵀ (query ↓ key →)", expected.raw_scores),
-        (3, "QKᵀ/√d_k (query ↓ key →)", expected.scaled_scores),
+        (3, "QKᵀ/√dₖ (query ↓ key →)", expected.scaled_scores),
         (4, "softmax weights (query ↓ key →)", expected.weights),
         (5, "output", expected.output),
     ]:
@@ -169,6 +171,17 @@ def test_a_model_head_shows_the_traced_weights_of_the_chosen_layer_and_head(trac
     assert app.query_params[links.LAYER] == "3" and app.query_params[links.HEAD] == "7"
 
 
+def test_the_weights_table_rounds_every_number_to_four_significant_digits():
+    # Streamlit's default cut a tiny weight to its first digit: 8.967e-9 read 0.000000008. sprintf's %.4g, which
+    # Streamlit applies in the browser, rounds to significant digits as Python's printf does.
+    assert widgets.SIGNIFICANT_DIGITS % 8.967e-9 == "8.967e-09" and widgets.SIGNIFICANT_DIGITS % 0.5 == "0.5"
+    app = open_page(PAGE, text=TEXT, query={links.SOURCE: "model", links.STEP: "4"})
+    shown = next(frame for frame in app.dataframe if frame.value.index.name == "softmax weights (query ↓ key →)")
+    columns = json.loads(shown.proto.columns)
+    assert set(columns) == set(shown.value.columns)
+    assert {column["type_config"]["format"] for column in columns.values()} == {widgets.SIGNIFICANT_DIGITS}
+
+
 def test_the_neuron_view_sum_equals_the_raw_score(traced):
     app = open_page(PAGE, text=TEXT, query={links.SOURCE: "model", links.LAYER: "1", links.HEAD: "2"})
     app.selectbox(key=links.QUERY).set_value(2).run()
@@ -211,7 +224,13 @@ def test_the_url_restores_source_layer_head_step_and_cell():
     assert app.selectbox(key=links.QUERY).value == 4 and app.selectbox(key=links.KEY).value == 1
     assert app.toggle(key=links.ALL_STEPS).value is True
     headings = [sub.value for sub in app.subheader]
-    assert headings[:5] == ["1. Q, K, V", "2. QKᵀ", "3. ÷ √d_k", "4. softmax", "5. · V"]
+    assert headings[:5] == ["1. Q, K, V", "2. QKᵀ", "3. ÷ √dₖ", "4. softmax", "5. · V"]
+
+
+def test_step_names_and_table_corners_write_d_k_with_a_subscript_not_a_raw_underscore():
+    # Markdown leaves an underscore inside a word as it is: the heading read "3. ÷ √d_k".
+    names = [*text.STEPS.values(), *text.SCORE_TABLES.values()]
+    assert "÷ √dₖ" in names and not [name for name in names if "_" in name]
 
 
 def test_invalid_url_values_fall_back_to_the_defaults():
@@ -231,7 +250,7 @@ def test_next_and_back_move_through_the_steps():
     app.button(key="att_next").click().run()
     app.button(key="att_next").click().run()
     assert app.select_slider(key=links.STEP).value == 3
-    assert "3. ÷ √d_k" in [sub.value for sub in app.subheader]
+    assert "3. ÷ √dₖ" in [sub.value for sub in app.subheader]
     app.button(key="att_back").click().run()
     assert app.select_slider(key=links.STEP).value == 2
 

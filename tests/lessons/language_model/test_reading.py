@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
-from lessons.language_model import reading
+from lessons.language_model import reading, text
 
 
 @pytest.mark.parametrize(
@@ -63,3 +65,9 @@ def test_the_chat_template_marks_its_five_special_tokens(chat):
         "<|im_end|>",
         "<|im_start|>",
     ]
+
+
+def test_the_lesson_writes_a_piece_with_a_leading_space_as_its_tables_show_it():
+    """A code span that starts with a space shows no space at all: " France" read as "France"."""
+    assert f"`{reading.readable_piece('ĠFrance')}` and `France` are two different tokens" in text.TOKENS
+    assert not [span for span in re.findall(r"`([^`]*)`", text.TOKENS) if span.startswith(" ")]

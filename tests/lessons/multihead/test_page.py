@@ -174,18 +174,29 @@ def most_different_head(
 
 
 @pytest.mark.slow
-def test_two_sentences_open_on_the_head_that_differs_most_when_the_learner_chose_none(embedded):
-    app = open_page(PAGE, text=TEXT, query={links.TAB: links.TWO_SENTENCES})
+def test_two_sentences_keep_the_head_of_the_other_tabs_and_offer_the_one_that_differs_most(embedded):
+    app = open_page(PAGE, text=TEXT)  # "All heads", on the default head
+    assert app.selectbox(key=links.HEAD).value == 2
+    show_tab(app, links.TAB, links.TWO_SENTENCES)
     assert_clean(app)
     most = most_different_head(embedded, 0)
-    assert most != 2  # the default head would show two maps that look alike: the case the learner reported
-    assert app.selectbox(key=links.HEAD).value == most and app.query_params[links.HEAD] == str(most)
+    assert most != 2  # the default head shows two maps that look alike: the tab says where to look instead
+    assert app.selectbox(key=links.HEAD).value == 2 and app.query_params[links.HEAD] == "2"
     maps, rows, _ = plotly_figures(app)
-    assert maps["layout"]["title"]["text"] == f"Layer 0, head {most}, in both sentences"
+    assert maps["layout"]["title"]["text"] == "Layer 0, head 2, in both sentences"
     assert f"differs most between the sentences in head {most} " in all_markdown(app)
+    offer = app.button(key="mh_study_most")
+    assert offer.label == f"Study head {most} instead"
+    show_tab(app, links.TAB, links.ALL_HEADS)
+    assert app.selectbox(key=links.HEAD).value == 2  # visiting the tab changed no head
 
-    app.selectbox(key=links.LAYER).set_value(3).run()  # still no head chosen: the suggestion follows the layer
-    assert app.selectbox(key=links.HEAD).value == most_different_head(embedded, 3)
+    show_tab(app, links.TAB, links.TWO_SENTENCES)
+    app.button(key="mh_study_most").click().run()  # the learner takes the offer: from now on it is their head
+    assert_clean(app)
+    assert app.selectbox(key=links.HEAD).value == most and app.query_params[links.HEAD] == str(most)
+    assert "mh_study_most" not in [button.key for button in app.button]  # nothing left to offer
+    show_tab(app, links.TAB, links.ALL_HEADS)
+    assert app.selectbox(key=links.HEAD).value == most
 
 
 @pytest.mark.slow
@@ -195,15 +206,15 @@ def test_a_head_chosen_in_the_link_or_with_the_picker_stands_on_the_two_sentence
     app = open_page(PAGE, text=TEXT, query={links.TAB: links.TWO_SENTENCES, links.HEAD: str(chosen)})
     assert app.selectbox(key=links.HEAD).value == chosen
 
-    app = open_page(PAGE, text=TEXT)  # opened on "All heads" with the default head, which the link then shows
-    assert app.query_params[links.HEAD] == "2"
+    app = open_page(PAGE, text=TEXT)
+    app.selectbox(key=links.HEAD).set_value(chosen).run()  # picked on "All heads"
     show_tab(app, links.TAB, links.TWO_SENTENCES)
-    assert app.selectbox(key=links.HEAD).value == most  # the learner had chosen none
-    app.selectbox(key=links.HEAD).set_value(chosen).run()
     assert app.selectbox(key=links.HEAD).value == chosen
     app.text_input(key=links.SENTENCE_B).input("fruit flies like an apple").run()
     assert_clean(app)
     assert app.selectbox(key=links.HEAD).value == chosen  # the learner's choice outlives new sentences
+    app.selectbox(key=links.LAYER).set_value(3).run()
+    assert app.selectbox(key=links.HEAD).value == chosen  # and another layer
     show_tab(app, links.TAB, links.ALL_HEADS)
     assert app.selectbox(key=links.HEAD).value == chosen
 

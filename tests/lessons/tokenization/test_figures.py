@@ -83,8 +83,36 @@ def test_hostile_characters_and_tokens_are_escaped_in_cells_and_hovers():
 def test_empty_or_invisible_text_gives_a_figure_without_error():
     figure = token_highlight(["\u200b"], [], [], [], line_width=4)
     assert codes(figure) == [[NO_TOKEN, None, None, None]]
-    assert figure.data[0].text[0][0] == "·"
+    assert figure.data[0].text[0][0] == ""  # a zero-width space draws nothing: its hover names it
+    assert figure.data[0].customdata[0][0] == "character 0: U+200B<br>no token"
     assert codes(token_highlight([""], [], [], [], line_width=2)) == [[None, None]]
+
+
+FAMILY = "\U0001f469\u200d\U0001f469\u200d\U0001f467"  # 👩‍👩‍👧: woman, joiner, woman, joiner, girl
+
+
+def test_an_emoji_joined_from_several_characters_is_drawn_whole_and_its_joiners_are_no_spaces():
+    figure = token_highlight([f"a {FAMILY}"], ["a", "[UNK]"], [(0, 0, 1), (0, 2, 7)], ["word", "unknown"], line_width=8)
+    assert list(figure.data[0].text[0][:7]) == ["a", "·", FAMILY, "", "", "", ""]  # only the space is a ·
+    assert codes(figure)[0][2:7] == [UNKNOWN] * 5  # every character of the emoji still shows its token
+    hovers = figure.data[0].customdata[0]
+    assert hovers[3] == "character 3: U+200D<br>token 1: [UNK]"  # the joiner is named, never drawn as a space
+    assert hovers[4] == "character 4: \U0001f469<br>token 1: [UNK]"
+
+
+@pytest.mark.parametrize(
+    ("text", "cells"),
+    [
+        ("\u2764\ufe0f!", ["\u2764\ufe0f", "", "!"]),  # a variation selector makes ❤ an emoji: one glyph
+        ("\U0001f44d\U0001f3fd", ["\U0001f44d\U0001f3fd", ""]),  # a skin tone joins the hand before it
+        ("e\u0301", ["e\u0301", ""]),  # a combining accent sits on its letter
+        ("a\u200cb", ["a", "", "b"]),  # a zero-width non-joiner draws nothing and joins nothing
+    ],
+)
+def test_characters_that_draw_on_the_one_before_them_are_drawn_with_it(text, cells):
+    figure = token_highlight([text], [], [], [], line_width=4)
+    assert list(figure.data[0].text[0][: len(cells)]) == cells
+    assert "·" not in figure.data[0].text[0]
 
 
 def test_the_legend_names_each_kind_once():

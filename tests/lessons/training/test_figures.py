@@ -30,6 +30,19 @@ def test_the_loss_axis_is_logarithmic_because_it_falls_from_3_4_to_1e_4():
     assert loss_curve(LOSSES, planned_steps=10).layout.yaxis.type == "log"
 
 
+def test_the_loss_axis_writes_every_tick_as_its_whole_number_so_a_half_reads_0_5():
+    # Plotly's default log ticks label 0.5 and 0.2 with their first digit alone: "5, 2, 1, 5, 2, 0.1" top to bottom.
+    axis = loss_curve([3.3, 0.4, 0.09], planned_steps=10).layout.yaxis  # drawn from 0.06 to 4.95
+    assert axis.type == "log"
+    assert list(axis.ticktext) == ["0.1", "0.2", "0.5", "1", "2"]
+    assert list(axis.tickvals) == pytest.approx([0.1, 0.2, 0.5, 1, 2])
+
+
+def test_a_loss_axis_over_more_than_three_decades_labels_its_powers_of_ten_only():
+    axis = loss_curve([3.3, 1e-4], planned_steps=10).layout.yaxis
+    assert list(axis.ticktext) == ["0.0001", "0.001", "0.01", "0.1", "1"]
+
+
 def test_the_moving_average_is_a_second_line_and_a_uniform_guess_a_dashed_level():
     chance = math.log(30)
     figure = loss_curve(LOSSES, 10, smoothed=moving_average(LOSSES, window=2), chance_loss=chance)
