@@ -81,8 +81,9 @@ PAST_END_OF_TURN_HELP = (
 def end_of_turn(step: int, end_token: str, went_on: bool) -> str:
     """Where the model closed its turn: what that token is, and whether writing stopped there."""
     what = (
-        f"At step {step} SmolLM2 wrote `{end_token}`, marked in the table below. It is not a word: it is the "
-        "special token that closes a turn in the chat format SmolLM2 was tuned on, where every message ends with it."
+        f"At step {step} SmolLM2 wrote `{end_token}` (row {step} of the table below, marked as special). It is "
+        "not a word: it is the token that closes a turn in the chat format SmolLM2 was tuned on, where every "
+        "message ends with it."
     )
     if went_on:
         return (
