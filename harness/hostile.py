@@ -185,7 +185,7 @@ NUMBER_PARAMETERS = {
     "language_model/writing": (
         "pages/language_model.py",
         {"lm_tab": "Writing", "lm_mode": "sampled"},
-        ("lm_mode", "lm_new_tokens", "lm_temperature", "lm_sample_top_k", "lm_top_p", "lm_seed"),
+        ("lm_mode", "lm_new_tokens", "lm_temperature", "lm_sample_top_k", "lm_top_p", "lm_seed", "lm_past_end"),
     ),
     "language_model/attention": (
         "pages/language_model.py",

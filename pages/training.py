@@ -22,7 +22,7 @@ budget, device = ui.show_where_it_runs()
 if not check_yourself.offer(exercises.OFFERS, RECIPES[choice.model], choice.seed):
     result = ui.train_when_asked(choice, budget, device)  # this browser tab's own run, from its session state
     if result is None:
-        st.info(text.PRESS_TRAIN, icon=":material/play_arrow:")
+        ui.show_unfinished_or_invite()  # what became of a run left before it was done, or "Press Train"
     else:
         ui.show_outcome(result)
 

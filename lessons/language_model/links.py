@@ -11,6 +11,7 @@ TEMPERATURE = "lm_temperature"
 SAMPLE_TOP_K = "lm_sample_top_k"  # sampling keeps only the k best tokens (0: all)
 TOP_P = "lm_top_p"  # sampling keeps the fewest best tokens worth p together (1: all)
 SEED = "lm_seed"
+PAST_END_OF_TURN = "lm_past_end"  # keep writing after the model ends its turn with <|im_end|>
 LAYER = "lm_layer"
 HEAD = "lm_head"
 WINDOW_START = "lm_window_start"  # first token of the window a long text is shown through

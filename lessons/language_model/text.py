@@ -63,11 +63,35 @@ WRITING = f"""
 To write, the model takes one token, appends it, and guesses again. **Greedy** decoding always takes the most
 probable token. **Sampling** draws one at random instead: the *temperature* divides the scores first (below 1
 sharpens the distribution, above 1 flattens it), *top-k* keeps only the k best tokens and *top-p* the fewest best
-tokens whose probabilities reach p. A seed makes the draws repeatable. At most {MAX_NEW_TOKENS} tokens are written.
+tokens whose probabilities reach p. A seed makes the draws repeatable. At most {MAX_NEW_TOKENS} tokens are written,
+and writing stops early where the model ends its turn, as its chat answers do.
 
 The text is read once; after that each step feeds only the newest token, whose query attends to the keys and
 values of all earlier tokens, kept from earlier steps in the **KV cache** instead of computed again.
 """
+
+PAST_END_OF_TURN = "Keep writing past the end of its turn"
+PAST_END_OF_TURN_HELP = (
+    "SmolLM2 was tuned on chats in which every message ends with the special token <|im_end|>. When it writes "
+    "that token it has finished its turn, so writing stops there, as a chat would. Turn this on to see what the "
+    "model writes if it is made to go on."
+)
+
+
+def end_of_turn(step: int, end_token: str, went_on: bool) -> str:
+    """Where the model closed its turn: what that token is, and whether writing stopped there."""
+    what = (
+        f"At step {step} SmolLM2 wrote `{end_token}` (row {step} of the table below, marked as special). It is "
+        "not a word: it is the token that closes a turn in the chat format SmolLM2 was tuned on, where every "
+        "message ends with it."
+    )
+    if went_on:
+        return (
+            f"{what} A chat would have stopped there; everything after it is the model made to go on, and it "
+            "starts a new turn of its own."
+        )
+    return f"{what} Its turn is over, so writing stopped there, as a chat does. *{PAST_END_OF_TURN}* shows the rest."
+
 
 ATTENTION = """
 Each query head's causal attention over your text: row *t* is how the token at position *t* spreads its

@@ -58,12 +58,23 @@ def candidates_after(study_text: str, cap: int) -> reading.Candidates:
 
 @st.cache_resource(max_entries=CACHED_RUNS, show_spinner="Writing, one token at a time…")
 def steps_after(
-    study_text: str, cap: int, new_tokens: int, sampled: bool, temperature: float, top_k: int, top_p: float, seed: int
+    study_text: str,
+    cap: int,
+    new_tokens: int,
+    sampled: bool,
+    temperature: float,
+    top_k: int,
+    top_p: float,
+    seed: int,
+    past_end_of_turn: bool,
 ) -> tuple[writing.Step, ...]:
     sampling = Sampling(temperature, top_k or None, top_p) if sampled else None
     chat = model()
+    # The chat tab's own stop: the end of the model's turn, unless the learner asks to see what comes after it.
+    stop_token_ids = () if past_end_of_turn else chat.stop_token_ids
+    ids = tokens_of(study_text, cap).ids
     with loaders.FORWARD_GATE:
-        return writing.write(reading.decoder_of(chat), tokens_of(study_text, cap).ids, new_tokens, sampling, seed)
+        return writing.write(reading.decoder_of(chat), ids, new_tokens, sampling, seed, stop_token_ids)
 
 
 @st.cache_resource(max_entries=CACHED_LAYERS, show_spinner="Running SmolLM2, keeping one layer's attention…")
@@ -105,13 +116,19 @@ def pieces_of(chat: ChatModel, ids) -> list[str]:
     return [reading.piece_of(chat, index) for index in ids]
 
 
+def kinds(tokens: ModelTokens) -> list[str]:
+    return ["special" if special else "text" for special in tokens.special]
+
+
 def tokens_table(tokens: ModelTokens) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "id": list(tokens.ids),
-            "piece": list(tokens.pieces),
-            "kind": ["special" if special else "text" for special in tokens.special],
-        }
+    return pd.DataFrame({"id": list(tokens.ids), "piece": list(tokens.pieces), "kind": kinds(tokens)})
+
+
+def special_rows_marked(table: pd.DataFrame):
+    """The table with its special tokens' rows highlighted: markers of the chat format, not text."""
+    return table.style.apply(
+        lambda row: ["background-color: #E6E2FB; font-weight: 600" if row["kind"] == "special" else ""] * len(row),
+        axis=1,
     )
 
 
@@ -199,10 +216,12 @@ def steps_table(chat: ChatModel, steps) -> pd.DataFrame:
         pieces = pieces_of(chat, step.candidates)
         return ", ".join(f"{piece} {p:.3f}" for piece, p in zip(pieces, step.candidate_probabilities))
 
+    written = reading.read_tokens(chat, writing.written_ids(steps), max_tokens=len(steps))
     return pd.DataFrame(
         {
-            "token written": pieces_of(chat, [step.token_id for step in steps]),
-            "id": [step.token_id for step in steps],
+            "token written": list(written.pieces),
+            "id": list(written.ids),
+            "kind": kinds(written),
             "probability": [step.probability for step in steps],
             "model's probability": [step.model_probability for step in steps],
             "tokens in the draw": [step.kept for step in steps],
@@ -214,13 +233,20 @@ def steps_table(chat: ChatModel, steps) -> pd.DataFrame:
 def show_writing(chat: ChatModel, study_text: str) -> None:
     st.markdown(text.WRITING)
     settings = choose_sampling()
-    steps = loaders.unless_out_of_memory(lambda: steps_after(study_text, token_cap(), *settings), len(study_text))
+    past_end_of_turn = linked.toggle(text.PAST_END_OF_TURN, links.PAST_END_OF_TURN, help=text.PAST_END_OF_TURN_HELP)
+    steps = loaders.unless_out_of_memory(
+        lambda: steps_after(study_text, token_cap(), *settings, past_end_of_turn), len(study_text)
+    )
     written = chat.tokenizer.decode(writing.written_ids(steps), skip_special_tokens=False)
     widgets.show_literal(study_text + written, "Your text, then what SmolLM2 wrote after it")
+    ended = writing.end_of_turn(steps, chat.stop_token_ids)
+    if ended is not None:
+        end_token = reading.piece_of(chat, steps[ended].token_id)
+        st.info(text.end_of_turn(ended, end_token, went_on=past_end_of_turn), icon=":material/keyboard_return:")
     pieces = pieces_of(chat, writing.written_ids(steps))
     widgets.show_figure(
         "lm_writing",
-        (study_text, token_cap(), *settings),
+        (study_text, token_cap(), *settings, past_end_of_turn),
         lambda: figures.writing_figure(
             pieces,
             [step.probability for step in steps],
@@ -229,7 +255,7 @@ def show_writing(chat: ChatModel, study_text: str) -> None:
         ),
     )
     st.dataframe(
-        steps_table(chat, steps),
+        special_rows_marked(steps_table(chat, steps)),
         key="lm_steps_table",
         column_config={
             name: st.column_config.NumberColumn(format="%.4f") for name in ("probability", "model's probability")
@@ -302,20 +328,13 @@ def show_chat(chat: ChatModel) -> None:
         st.warning(text.cut_notice(tokens.untruncated_length, len(tokens)), icon=":material/content_cut:")
     st.caption(f"The same text as {len(tokens)} tokens; the {sum(tokens.special)} special tokens are highlighted.")
     table = tokens_table(tokens)
-    st.dataframe(
-        table.style.apply(
-            lambda row: ["background-color: #E6E2FB; font-weight: 600" if row["kind"] == "special" else ""] * len(row),
-            axis=1,
-        ),
-        key="lm_chat_tokens",
-        height=300,
-    )
+    st.dataframe(special_rows_marked(table), key="lm_chat_tokens", height=300)
     if linked.toggle("Let SmolLM2 answer (greedy, up to 40 tokens)", links.REPLY):
         steps = reply_to(message)
         ids = writing.written_ids(steps)
         answer = chat.tokenizer.decode(ids, skip_special_tokens=True)
         widgets.show_literal(answer, "SmolLM2's answer")
-        ended = bool(ids) and ids[-1] in chat.stop_token_ids
+        ended = writing.end_of_turn(steps, chat.stop_token_ids) is not None
         st.caption(
             f"{len(ids)} tokens; it ended with `<|im_end|>`, the end of its turn."
             if ended

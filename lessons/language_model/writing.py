@@ -76,3 +76,8 @@ def _record(logits: torch.Tensor, token_id: int, sampling: Sampling | None) -> S
 
 def written_ids(steps: tuple[Step, ...]) -> list[int]:
     return [step.token_id for step in steps]
+
+
+def end_of_turn(steps: tuple[Step, ...], stop_token_ids: Collection[int]) -> int | None:
+    """The step at which the model first wrote a stop token (ending its turn), or None if it never did."""
+    return next((index for index, step in enumerate(steps) if step.token_id in stop_token_ids), None)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import Tensor, nn
@@ -49,6 +49,16 @@ class LiveRun:
     def stopped_early(self) -> bool:
         """The time budget ran out before the planned steps were done."""
         return self.run.steps < self.settings.steps
+
+
+@dataclass
+class UnfinishedRun:
+    """A live run not finished yet: what was asked, and the loss of every step done so far (the list grows as the
+    run trains; it is empty while the run waits for its turn). What is left of it if the run is stopped."""
+
+    recipe_name: str
+    steps_planned: int
+    losses: list[float] = field(default_factory=list)
 
 
 def training_device() -> tuple[torch.device, str | None]:

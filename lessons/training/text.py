@@ -73,6 +73,20 @@ def scoring(held_out_words: int) -> str:
 PRESS_TRAIN = "Press **Train** to start from random weights."
 
 
+def left_unfinished(steps_done: int, steps_planned: int) -> str:
+    """What became of a run the learner left: a run lasts only while its page is open and unchanged."""
+    if steps_done == 0:
+        return (
+            "Your last run was still waiting for its turn when you left this page or changed a setting, so it "
+            "never started. Press **Train** to start again."
+        )
+    return (
+        f"Your last run stopped at step {steps_done:,} of {steps_planned:,} when you left this page or changed a "
+        "setting: a run goes on only while its page stays open, and the half-trained model was not kept. Its loss "
+        "curve so far is below. Press **Train** to start again."
+    )
+
+
 # ----- the outcome --------------------------------------------------------------------------------------
 
 

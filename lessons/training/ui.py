@@ -25,9 +25,10 @@ from lessons.common.ui import charts, linked, loaders
 from lessons.training import figures as training_figures
 from lessons.training import links, text
 from lessons.training import live as live_training
-from lessons.training.live import LiveRun
+from lessons.training.live import LiveRun, UnfinishedRun
 
 RESULT = "tr_result"  # session_state: this session's LiveRun (never a shared cache)
+UNFINISHED = "tr_unfinished"  # session_state: this session's last run, stopped before it was done (UnfinishedRun)
 REQUESTED = "tr_requested"  # session_state: Train was pressed
 DEFAULT_STEPS = 1000
 
@@ -88,14 +89,30 @@ def train_when_asked(choice: TrainingChoice, budget: float | None, device: torch
     )
     if st.session_state.pop(REQUESTED, False):
         st.session_state.pop(RESULT, None)  # the previous model goes, even if this run is interrupted
-        outcome = train_now(choice, budget, device)
+        # The run is recorded before it starts and its losses are added as it trains: if Streamlit stops this
+        # script (the learner opened another page, or changed a setting), nothing can be written any more, and
+        # this record is what the page finds when the learner comes back.
+        unfinished = st.session_state[UNFINISHED] = UnfinishedRun(choice.model, choice.steps)
+        try:
+            outcome = train_now(choice, budget, device, unfinished.losses)
+        except Exception:  # a failure has its own error box; Streamlit's stop is a BaseException and passes
+            del st.session_state[UNFINISHED]
+            raise
+        del st.session_state[UNFINISHED]  # finished, or refused a turn (which says so itself)
         if outcome is not None:
             st.session_state[RESULT] = outcome
     return st.session_state.get(RESULT)
 
 
-def train_now(choice: TrainingChoice, budget: float | None, device: torch.device) -> LiveRun | None:
-    """Train while showing progress, a live loss curve, the step, the time and the device."""
+def train_now(
+    choice: TrainingChoice, budget: float | None, device: torch.device, losses: list[float]
+) -> LiveRun | None:
+    """Train while showing progress, a live loss curve, the step, the time and the device; each step's loss is
+    appended to `losses` as it comes.
+
+    The run lives in this script run. When the learner opens another page, or changes a setting, Streamlit
+    (with its default fast reruns) starts a new script run at once and stops this one at its next call to st:
+    the training ends there, and this thread may no longer touch the session, not even to say how far it got."""
     recipe, steps = RECIPES[choice.model], choice.steps
     settings = live_training.live_settings(recipe, steps, choice.learning_rate, choice.seed, budget)
     label = describe_device(device)
@@ -104,7 +121,6 @@ def train_now(choice: TrainingChoice, budget: float | None, device: torch.device
         if not acquired:
             notice.warning(text.did_not_start(training_slots.WAIT_LIMIT_S), icon=":material/hourglass_disabled:")
             return None
-        losses: list[float] = []
         clock = live_training.RedrawClock()
         started = time.perf_counter()
         chance = live_training.chance_loss(recipe)
@@ -127,6 +143,25 @@ def train_now(choice: TrainingChoice, budget: float | None, device: torch.device
     chart.empty()
     with st.spinner(text.scoring(live_training.HELD_OUT_WORDS)):
         return live_training.scored(recipe, settings, choice.seed, run, label, model)
+
+
+def show_unfinished_or_invite() -> None:
+    """Before any finished run: what became of a run this session left unfinished, else the invitation to train."""
+    unfinished: UnfinishedRun | None = st.session_state.get(UNFINISHED)
+    if unfinished is None:
+        st.info(text.PRESS_TRAIN, icon=":material/play_arrow:")
+        return
+    losses = list(unfinished.losses)  # a copy: the stopped run may add a step or two before it notices
+    st.warning(text.left_unfinished(len(losses), unfinished.steps_planned), icon=":material/pause_circle:")
+    if losses:
+        figure = training_figures.loss_curve(
+            losses,
+            unfinished.steps_planned,
+            live_training.moving_average(losses),
+            live_training.chance_loss(RECIPES[unfinished.recipe_name]),
+            title="Loss at every step until the run stopped",
+        )
+        charts.show(figure, key="tr_loss_unfinished")
 
 
 @st.cache_data(show_spinner="Scoring the shipped model…")

@@ -81,6 +81,29 @@ def test_greedy_writing_shows_what_generate_writes(chat):
     assert steps["best candidates"].iloc[0].startswith("·Paris 0.77")
 
 
+def test_writing_stops_where_smollm2_ends_its_turn_and_shows_the_end_token_as_a_special_token(chat):
+    app = open_tab(WRITING, **{links.NEW_TOKENS: "40"})
+    steps = table_with(app, "token written")
+    # " Paris.\n\nThe answer is: 2018-01-22 12:12:53." and then the end of its turn, at step 29 of 40.
+    assert len(steps) == 30 and steps["id"].iloc[-1] in chat.stop_token_ids
+    assert steps["token written"].iloc[-1] == "<|im_end|>" and steps["kind"].tolist() == ["text"] * 29 + ["special"]
+    assert shown_text(app)[0].endswith("12:12:53.<|im_end|>")
+    (said,) = [item.value for item in app.info]
+    assert said.startswith("At step 29 SmolLM2 wrote `<|im_end|>`") and "writing stopped there" in said
+    assert len(chart(app, "lm_writing")["data"][0]["x"]) == 30
+
+
+def test_keeping_on_past_the_end_of_the_turn_writes_every_token_asked_for_and_says_where_the_turn_ended(chat):
+    app = open_tab(WRITING, **{links.NEW_TOKENS: "40", links.PAST_END_OF_TURN: "true"})
+    steps = table_with(app, "token written")
+    model, ids = reading.decoder_of(chat), chat.encode(PROMPT)
+    assert steps["id"].tolist() == generate(model, reading.as_batch(ids, model), 40)[0, len(ids) :].tolist()
+    assert steps.loc[steps["kind"] == "special", "token written"].tolist() == ["<|im_end|>", "<|im_start|>"]
+    (said,) = [item.value for item in app.info]
+    assert said.startswith("At step 29 SmolLM2 wrote `<|im_end|>`") and "A chat would have stopped there" in said
+    assert app.query_params[links.PAST_END_OF_TURN] == "True"
+
+
 def test_sampled_writing_with_a_seed_is_the_same_on_every_visit_and_matches_generate(chat):
     query = {
         links.MODE: "sampled",

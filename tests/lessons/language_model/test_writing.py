@@ -49,3 +49,11 @@ def test_writing_stops_after_a_stop_token(chat):
     steps = writing.write(reading.decoder_of(chat), tokens.ids, 40, stop_token_ids=chat.stop_token_ids)
     assert steps[-1].token_id in chat.stop_token_ids and len(steps) < 40
     assert "Paris" in chat.tokenizer.decode(writing.written_ids(steps))
+
+
+def test_the_end_of_the_turn_is_the_first_step_that_wrote_a_stop_token(chat):
+    steps = writing.write(reading.decoder_of(chat), tuple(chat.encode(PROMPT)), 32)  # greedy, no stop
+    assert [step.token_id for step in steps[29:32]] == [2, 198, 1]  # <|im_end|>, a line break, <|im_start|>
+    assert writing.end_of_turn(steps, chat.stop_token_ids) == 29
+    assert writing.end_of_turn(steps, {1, 2}) == 29 and writing.end_of_turn(steps, {1}) == 31
+    assert writing.end_of_turn(steps[:29], chat.stop_token_ids) is None

@@ -13,6 +13,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from anatomy.devices import choose_device, describe_device
 from anatomy.training.recipes import RECIPES
@@ -202,6 +203,40 @@ def test_a_run_stopped_by_streamlit_mid_training_gives_its_slot_back_and_keeps_n
     app = train({links.STEPS: "20"})
     assert "tr_result" not in app.session_state and not app.success
     assert training_slots.slot_is_free()
+
+
+@pytest.mark.slow
+def test_a_run_left_mid_training_is_named_on_return_with_the_step_it_reached_and_its_loss_curve_so_far(not_hosted):
+    from lessons.training import figures
+
+    real_curve, real_clock = figures.loss_curve, live_training.RedrawClock
+    left: list[int] = []
+
+    class RedrawAtStepFive(real_clock):  # the first live redraw comes after 5 steps, whatever the machine's speed
+        def due(self, step: int, total_steps: int) -> bool:
+            return step + 1 == 5 or step + 1 >= total_steps
+
+    def leave_at_first_redraw(losses, *args, **kwargs):
+        if not left:  # the learner opens another page; with fast reruns Streamlit stops this script run for good:
+            left.append(len(losses))  # its next st call raises StopException, and so does any use of st.session_state
+            get_script_run_ctx().script_requests.request_stop()
+        return real_curve(losses, *args, **kwargs)
+
+    not_hosted.setattr(live_training, "RedrawClock", RedrawAtStepFive)
+    not_hosted.setattr(figures, "loss_curve", leave_at_first_redraw)
+    app = train({links.STEPS: "20"})
+    assert left == [5] and training_slots.slot_is_free()
+    app.switch_page("pages/home.py").run()
+    app.switch_page(PAGE).run()  # back on the training page
+    assert_clean(app)
+    (said,) = [item.value for item in app.warning]
+    assert said.startswith("Your last run stopped at step 5 of 20 when you left this page")
+    assert "Press **Train** to start again" in said and not app.info  # not the first visit's "Press Train"
+    (curve,) = plotly_figures(app)
+    assert len(numbers(curve["data"][0]["y"])) == 5
+    app.button(key="tr_train").click().run()  # a new run replaces the notice with its outcome
+    assert not app.warning and "tr_unfinished" not in app.session_state
+    assert len(numbers(loss_figure(app)["data"][0]["y"])) == 20
 
 
 @pytest.mark.slow
