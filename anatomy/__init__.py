@@ -6,6 +6,12 @@ rotary, norms, embeddings, feedforward, blocks, models, seq2seq, cache, generati
 declarative key maps; `anatomy.training` trains the small models this project ships.
 Nothing here imports the app: the lessons (`lessons/`) and pages (`pages/`) build on it.
 
+Import each name from the module that defines it (`from anatomy.checkpoints.pretrained import
+load_pretrained`): this file imports nothing. Python imports a package before any of its modules, so a package
+that imported its own modules here would form an import cycle with each of them; two threads importing such a
+cycle at once (two Streamlit sessions on a freshly started server) can each be handed a module the other has
+only half run. tests/test_import_cycles.py keeps the app's imports free of cycles.
+
 Dimension letters used in every shape comment of this package:
 
     B        batch (sentences processed together)
@@ -18,39 +24,3 @@ Dimension letters used in every shape comment of this package:
     F        feed-forward hidden width ("intermediate size", usually 4 * D)
     V        vocabulary size
 """
-
-from anatomy.attention import (
-    AttentionHead,
-    MultiHeadAttention,
-    MultiHeadAttentionLoop,
-    scaled_dot_product_attention,
-)
-from anatomy.checkpoints.pretrained import ModelLoadError, PretrainedModel, load_pretrained
-from anatomy.config import DecoderConfig, EncoderConfig, Seq2SeqConfig, parameter_count
-from anatomy.devices import choose_device
-from anatomy.masks import causal_mask, padding_mask
-from anatomy.models import DecoderOnlyLM, Encoder, SequenceClassifier
-from anatomy.positional import sinusoidal_positional_encoding
-from anatomy.seq2seq import EncoderDecoder
-
-__all__ = [
-    "AttentionHead",
-    "DecoderConfig",
-    "DecoderOnlyLM",
-    "Encoder",
-    "EncoderConfig",
-    "EncoderDecoder",
-    "ModelLoadError",
-    "MultiHeadAttention",
-    "MultiHeadAttentionLoop",
-    "PretrainedModel",
-    "Seq2SeqConfig",
-    "SequenceClassifier",
-    "causal_mask",
-    "choose_device",
-    "load_pretrained",
-    "padding_mask",
-    "parameter_count",
-    "scaled_dot_product_attention",
-    "sinusoidal_positional_encoding",
-]

@@ -76,7 +76,7 @@ from browser_support import (
 from playwright.sync_api import sync_playwright
 from transformers import BertModel
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
 from harness.views import LESSONS, OTHER_TABS
 
 LENGTHS = (32, 128, 256, 512)
@@ -311,7 +311,7 @@ def main() -> None:
     page_lengths = [int(value) for value in arguments.page_lengths.split(",") if value]
 
     fetch_vendor_libraries()
-    pretrained = anatomy.load_pretrained(device="cpu")
+    pretrained = load_pretrained(device="cpu")
     hf_model = BertModel.from_pretrained(str(pretrained.folder), attn_implementation="eager").eval()
     site_folder = Path(tempfile.mkdtemp(prefix="bertviz-site-"))
     shutil.copytree(VENDOR, site_folder / "vendor")

@@ -47,7 +47,7 @@ from browser_support import (
 )
 from playwright.sync_api import sync_playwright
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
 from harness.views import VIEWS
 from lessons.common import hosting
 
@@ -143,7 +143,7 @@ def main() -> None:
     if arguments.tokens_of == "smollm2":
         long_text, goal_mb = smollm2_text_of_exactly(LONG), GOAL_MB_WITH_SMOLLM2
     else:
-        long_text, goal_mb = text_of_exactly(anatomy.load_pretrained(device="cpu").tokenizer, LONG), GOAL_MB
+        long_text, goal_mb = text_of_exactly(load_pretrained(device="cpu").tokenizer, LONG), GOAL_MB
     print(f"load average before: {load_average()}")
     runs = []
     with sync_playwright() as playwright:

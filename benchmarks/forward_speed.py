@@ -29,7 +29,7 @@ import time
 import torch
 from transformers import BertModel
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
 
 LENGTHS = (32, 128, 512)
 TOLERANCE = 1e-4
@@ -76,7 +76,7 @@ def medians(contenders: dict, device: torch.device, repeats: int, warmup: int) -
 
 def bench_device(device: torch.device, repeats: int, warmup: int) -> list[dict]:
     """One row per length: the three medians, the ratios to HF, and the largest hidden-state difference."""
-    pretrained = anatomy.load_pretrained(device=device)
+    pretrained = load_pretrained(device=device)
     ours = pretrained.model
     hf = BertModel.from_pretrained(str(pretrained.folder), attn_implementation="eager")
     # transformers declares `to` through functools.wraps(nn.Module.to), whose type still expects `self` first

@@ -29,7 +29,7 @@ import torch
 from browser_support import megabytes, reset_peak, status_kb, text_of_exactly
 from streamlit.runtime.caching import cache_resource_api
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
 from harness.apptest import open_page
 from harness.room import student_text
 from harness.views import LESSONS
@@ -133,7 +133,7 @@ def main() -> None:
         memory.trim = lambda: None
 
     print(f"RSS at start (imports done): {resident_mb():.0f} MB")
-    text = text_of_exactly(anatomy.load_pretrained(device="cpu").tokenizer, arguments.tokens)
+    text = text_of_exactly(load_pretrained(device="cpu").tokenizer, arguments.tokens)
     gc.collect()
     memory.trim()
     print(f"RSS after the benchmark's own tokenizer: {resident_mb():.0f} MB")

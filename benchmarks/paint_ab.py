@@ -40,7 +40,7 @@ from browser_support import (
 )
 from playwright.sync_api import sync_playwright
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
 from harness.views import VIEWS
 
 DEFAULT_VIEWS = "tokenization,positional,attention,multihead,causal,encoder,decoder,language_model"
@@ -96,7 +96,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=512, help="the text's length in MiniLM tokens")
     arguments = parser.parse_args()
     names = arguments.only.split(",")
-    text = text_of_exactly(anatomy.load_pretrained(device="cpu").tokenizer, arguments.tokens)
+    text = text_of_exactly(load_pretrained(device="cpu").tokenizer, arguments.tokens)
     paths = view_paths(names, text)
     with tempfile.TemporaryDirectory(prefix="paint-ab-") as folder:
         worktree = Path(folder) / "base"

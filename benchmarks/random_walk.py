@@ -16,7 +16,7 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
 from harness.browser import ARTIFACTS, VIEWPORT
 from harness.server import StreamlitServer, chromium_launch_options
 from harness.walk import Walk
@@ -28,7 +28,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--app", type=Path, help="another checkout's app.py (default: this one)")
     arguments = parser.parse_args()
-    tokenizer = anatomy.load_pretrained(device="cpu").tokenizer
+    tokenizer = load_pretrained(device="cpu").tokenizer
 
     def tokens_of(text: str) -> list[str]:
         return tokenizer.convert_ids_to_tokens(tokenizer(text, truncation=True, max_length=512)["input_ids"])

@@ -205,8 +205,8 @@ class Hall:
 
     def _make_ready(self, replicas: list[StreamlitServer]) -> None:
         """Healthy, then every lesson opened once (in parallel over the replicas), before any student comes:
-        the first visits load the models, and a class arriving at once on a cold server meets errors of
-        modules imported by several sessions at the same moment."""
+        the first visits import the lessons and load the models, which a class arriving at once would
+        otherwise wait for on its first page."""
         for replica in replicas:
             replica.wait_until_healthy()
         if self.warm_up:

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
 
 
 @pytest.fixture(scope="session")
 def embedded():
     """The embedded checkpoint (no reference given) as an anatomy `PretrainedModel`, pinned to the CPU
     beside the Hugging Face reference, whatever accelerator the machine has."""
-    return anatomy.load_pretrained(device="cpu")
+    return load_pretrained(device="cpu")
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +24,7 @@ def served(embedded):
     from lessons.common.ui.loaders import usable_device
 
     device = usable_device()
-    return embedded if device == "cpu" else anatomy.load_pretrained(device=device)
+    return embedded if device == "cpu" else load_pretrained(device=device)
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ import shutil
 import pytest
 import torch
 
-import anatomy
+from anatomy.checkpoints.pretrained import ModelLoadError, load_pretrained
 from anatomy.config import PRESETS, DecoderConfig, EncoderConfig, config_from_hf, parameter_count
 from anatomy.models import DecoderOnlyLM, Encoder, SequenceClassifier
 
@@ -193,13 +193,13 @@ def rewrite_weights(folder, change) -> None:
 
 
 def load_error(reference) -> str:
-    with pytest.raises(anatomy.ModelLoadError) as raised:
-        anatomy.load_pretrained(str(reference))
+    with pytest.raises(ModelLoadError) as raised:
+        load_pretrained(str(reference))
     return str(raised.value)
 
 
 def test_the_untouched_tiny_checkpoint_loads(tiny_bert_folder):
-    assert isinstance(anatomy.load_pretrained(str(tiny_bert_folder)).model, Encoder)
+    assert isinstance(load_pretrained(str(tiny_bert_folder)).model, Encoder)
 
 
 def test_the_checkpoints_tensors_become_the_weights_without_a_copy(tiny_bert_folder, monkeypatch):
@@ -213,7 +213,7 @@ def test_the_checkpoints_tensors_become_the_weights_without_a_copy(tiny_bert_fol
         return read
 
     monkeypatch.setattr(pretrained, "read_checkpoint", recording_read)
-    model = anatomy.load_pretrained(str(tiny_bert_folder)).model
+    model = load_pretrained(str(tiny_bert_folder)).model
     table = model.embeddings.token.weight
     assert table.data_ptr() == read["embeddings.word_embeddings.weight"].data_ptr()
     assert (
@@ -223,10 +223,10 @@ def test_the_checkpoints_tensors_become_the_weights_without_a_copy(tiny_bert_fol
 
 
 def test_changing_a_loaded_weight_leaves_the_checkpoint_file_as_it_was(tiny_bert_folder):
-    first = anatomy.load_pretrained(str(tiny_bert_folder)).model.embeddings.token.weight
+    first = load_pretrained(str(tiny_bert_folder)).model.embeddings.token.weight
     original = first.clone()
     first.add_(1.0)
-    assert torch.equal(anatomy.load_pretrained(str(tiny_bert_folder)).model.embeddings.token.weight, original)
+    assert torch.equal(load_pretrained(str(tiny_bert_folder)).model.embeddings.token.weight, original)
 
 
 @pytest.mark.parametrize("reference", ["/no/such/folder", "./missing"])

@@ -2,7 +2,7 @@
 
 import torch
 
-from anatomy import load_pretrained
+from anatomy.checkpoints.pretrained import load_pretrained
 
 
 def test_embedded_model_in_bfloat16_stays_finite_and_close_to_float32(embedded, hf_tokenizer):

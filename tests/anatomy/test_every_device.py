@@ -13,7 +13,7 @@ import math
 import pytest
 import torch
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
 from anatomy.devices import available_devices
 from anatomy.training.recipes import RECIPES
 from lessons.training import live as live_training
@@ -38,7 +38,7 @@ def device(request) -> str:
 
 @pytest.fixture(scope="module")
 def embedded_on_device(device):
-    return anatomy.load_pretrained(device=device)
+    return load_pretrained(device=device)
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +105,7 @@ def tiny_gpt2_folder(tmp_path_factory):
 def test_a_gpt2_decoder_matches_transformers_and_continues_like_the_cpu_on_the_device(tiny_gpt2_folder, device):
     from transformers import GPT2LMHeadModel
 
-    ours = anatomy.load_pretrained(str(tiny_gpt2_folder), device=device).model
+    ours = load_pretrained(str(tiny_gpt2_folder), device=device).model
     reference = GPT2LMHeadModel.from_pretrained(str(tiny_gpt2_folder), attn_implementation="eager")
     reference = reference.eval().requires_grad_(False).to(device)
     input_ids = torch.randint(0, VOCABULARY, (2, 13), generator=torch.Generator().manual_seed(3)).to(device)
@@ -115,7 +115,7 @@ def test_a_gpt2_decoder_matches_transformers_and_continues_like_the_cpu_on_the_d
     for layer, (weights, expected) in enumerate(zip(mine.attentions, theirs.attentions)):
         assert largest_difference(weights, expected) <= TOLERANCE, f"{device}, layer {layer}"
         assert torch.all(weights.triu(diagonal=1) == 0.0), f"{device}, layer {layer} looks at a future token"
-    on_cpu = anatomy.load_pretrained(str(tiny_gpt2_folder), device="cpu").model
+    on_cpu = load_pretrained(str(tiny_gpt2_folder), device="cpu").model
     prompt = torch.tensor([[3, 14, 15, 92]])
     expected = on_cpu.generate_greedy(prompt, max_new_tokens=12)
     assert ours.generate_greedy(prompt.to(device), max_new_tokens=12).tolist() == expected.tolist()

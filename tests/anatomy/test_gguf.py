@@ -12,7 +12,6 @@ import struct
 import pytest
 import torch
 
-import anatomy
 from anatomy.checkpoints import gguf as gguf_module
 from anatomy.checkpoints.gguf import (
     GGUFFormatError,
@@ -23,6 +22,7 @@ from anatomy.checkpoints.gguf import (
     read_tensor,
     unpermute_rotary_rows,
 )
+from anatomy.checkpoints.pretrained import ModelLoadError, load_pretrained
 from tests.tiny_gguf import KV_HEADS, TENSOR_TYPES, write_tiny_llama_gguf
 
 gguf = pytest.importorskip("gguf")
@@ -96,7 +96,7 @@ def test_a_gguf_file_runs_exactly_as_transformers_loads_it(files, kind):
     from transformers import LlamaForCausalLM
 
     path = files[kind]
-    ours = anatomy.load_pretrained(str(path), device="cpu")
+    ours = load_pretrained(str(path), device="cpu")
     theirs = LlamaForCausalLM.from_pretrained(
         str(path.parent), gguf_file=path.name, attn_implementation="eager", dtype=torch.float32
     ).eval()
@@ -139,8 +139,8 @@ def test_a_cold_gguf_load_does_not_import_torch_dynamo(files):
     import sys
 
     script = (
-        "import sys, anatomy; "
-        f"anatomy.load_pretrained({str(files['Q4_1'])!r}, device='cpu'); "
+        "import sys; from anatomy.checkpoints.pretrained import load_pretrained; "
+        f"load_pretrained({str(files['Q4_1'])!r}, device='cpu'); "
         "print('torch._dynamo' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
@@ -217,15 +217,15 @@ def test_a_model_of_another_architecture_is_refused_by_name(tmp_path):
     path = write_tiny_llama_gguf(tmp_path / "qwen.gguf", "F32", architecture="qwen2")
     with pytest.raises(UnsupportedGGUFError, match="'qwen2' model; only 'llama'"):
         config_from_gguf(read_gguf(path))
-    with pytest.raises(anatomy.ModelLoadError, match="qwen2"):
-        anatomy.load_pretrained(str(path))
+    with pytest.raises(ModelLoadError, match="qwen2"):
+        load_pretrained(str(path))
 
 
 def test_load_pretrained_turns_every_gguf_failure_into_a_model_load_error(tmp_path):
-    with pytest.raises(anatomy.ModelLoadError, match="not a GGUF file"):
-        anatomy.load_pretrained(str(broken(tmp_path, b"not a model")))
-    with pytest.raises(anatomy.ModelLoadError, match="No file"):
-        anatomy.load_pretrained(str(tmp_path / "absent.gguf"))
+    with pytest.raises(ModelLoadError, match="not a GGUF file"):
+        load_pretrained(str(broken(tmp_path, b"not a model")))
+    with pytest.raises(ModelLoadError, match="No file"):
+        load_pretrained(str(tmp_path / "absent.gguf"))
 
 
 def test_a_missing_tensor_is_named_by_the_key_map(tmp_path, files):
@@ -243,7 +243,7 @@ def test_a_missing_tensor_is_named_by_the_key_map(tmp_path, files):
     writer.write_tensors_to_file()
     writer.close()
     with pytest.raises(
-        anatomy.ModelLoadError,
+        ModelLoadError,
         match=r"missing: layers\.1\.feed_forward\.expand\.weight \(from blk\.1\.ffn_up\.weight\)",
     ):
-        anatomy.load_pretrained(str(tmp_path / "incomplete.gguf"))
+        load_pretrained(str(tmp_path / "incomplete.gguf"))

@@ -11,8 +11,9 @@ import copy
 import pytest
 import torch
 
-import anatomy
-from anatomy.models import SequenceClassifier
+from anatomy.checkpoints.pretrained import load_pretrained
+from anatomy.devices import choose_device
+from anatomy.models import Encoder, SequenceClassifier
 
 pytestmark = pytest.mark.usefixtures("no_autograd")
 
@@ -50,16 +51,16 @@ def assert_every_layer_agrees(ours, theirs, real_tokens=None):
 
 
 def test_load_pretrained_without_arguments_gives_the_embedded_minilm(embedded):
-    default = anatomy.load_pretrained()
+    default = load_pretrained()
     assert default.name == "all-MiniLM-L6-v2 (embedded)"
-    assert default.folder == embedded.folder and default.device == anatomy.choose_device()
-    assert isinstance(default.model, anatomy.Encoder) and default.tokenizer is not None
+    assert default.folder == embedded.folder and default.device == choose_device()
+    assert isinstance(default.model, Encoder) and default.tokenizer is not None
     assert (embedded.folder / "config.json").is_file()
     assert (default.config.width, default.config.num_layers, default.config.num_heads) == (384, 6, 12)
 
 
 def test_the_fixture_model_runs_on_the_cpu_in_eval_mode(embedded):
-    assert isinstance(embedded.model, anatomy.Encoder)
+    assert isinstance(embedded.model, Encoder)
     assert embedded.device == torch.device("cpu")
     assert not embedded.model.training
 
@@ -178,7 +179,7 @@ def tiny_classifier_folder(tmp_path_factory):
 def test_sequence_classifier_logits_match_bert_for_sequence_classification(tiny_classifier_folder):
     from transformers import BertForSequenceClassification
 
-    loaded = anatomy.load_pretrained(str(tiny_classifier_folder), device="cpu")  # beside the CPU reference
+    loaded = load_pretrained(str(tiny_classifier_folder), device="cpu")  # beside the CPU reference
     assert isinstance(loaded.model, SequenceClassifier) and loaded.tokenizer is None
     reference = BertForSequenceClassification.from_pretrained(
         str(tiny_classifier_folder), attn_implementation="eager"

@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
+from anatomy.models import DecoderOnlyLM
 from tests.tiny_models import VOCABULARY, save_wandering_gpt2
 
 pytestmark = pytest.mark.usefixtures("no_autograd")
@@ -27,7 +28,7 @@ def checkpoint_folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ours(checkpoint_folder):
-    return anatomy.load_pretrained(str(checkpoint_folder), device="cpu").model  # beside the CPU reference
+    return load_pretrained(str(checkpoint_folder), device="cpu").model  # beside the CPU reference
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,7 @@ def largest_difference(left, right) -> float:
 
 
 def test_a_gpt2_folder_loads_as_a_decoder_only_language_model(ours):
-    assert isinstance(ours, anatomy.DecoderOnlyLM)
+    assert isinstance(ours, DecoderOnlyLM)
     assert (ours.config.width, ours.config.num_layers, ours.config.num_heads) == (32, 2, 4)
     assert ours.config.activation == "gelu_tanh" and ours.config.norm == "pre"
 

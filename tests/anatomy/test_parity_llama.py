@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
 from anatomy.generation import Sampling, generate
 
 pytestmark = pytest.mark.usefixtures("no_autograd")
@@ -54,7 +54,7 @@ def checkpoint_folder(request, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ours(checkpoint_folder):
-    return anatomy.load_pretrained(str(checkpoint_folder), device="cpu").model
+    return load_pretrained(str(checkpoint_folder), device="cpu").model
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,11 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-import anatomy
 from anatomy.blocks import DecoderLayer
-from anatomy.checkpoints.pretrained import ModelLoadError
+from anatomy.checkpoints.pretrained import ModelLoadError, load_pretrained
 from anatomy.checkpoints.saving import save_trained
 from anatomy.config import DecoderConfig, EncoderConfig, Seq2SeqConfig, config_from_hf, parameter_count
+from anatomy.models import DecoderOnlyLM
 from anatomy.seq2seq import Decoder, EncoderDecoder
 from anatomy.training.loop import initialize_weights
 from anatomy.training.tasks import ReversalTask
@@ -118,7 +118,7 @@ def test_a_saved_encoder_decoder_loads_back_through_load_pretrained_with_its_tas
     assert raw["model_type"] == "anatomy-seq2seq"
     assert raw["anatomy_vocabulary"][:5] == ["<pad>", "<bos>", "<eos>", "=", "a"]
     assert config_from_hf(raw) == CONFIG
-    loaded = anatomy.load_pretrained(str(folder), device="cpu")
+    loaded = load_pretrained(str(folder), device="cpu")
     assert isinstance(loaded.model, EncoderDecoder) and loaded.family == "encoder-decoder"
     assert loaded.config == CONFIG and loaded.task == TASK and loaded.tokenizer is None
     assert torch.equal(loaded.model(**batch.inputs).logits, model(**batch.inputs).logits)
@@ -142,7 +142,7 @@ def test_the_identity_key_map_still_checks_every_name_and_shape(model, tmp_path,
     damage(state)
     save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
     with pytest.raises(ModelLoadError, match=message):
-        anatomy.load_pretrained(str(folder))
+        load_pretrained(str(folder))
 
 
 def test_a_config_whose_vocabulary_disagrees_with_its_task_is_refused(model, tmp_path):
@@ -150,10 +150,10 @@ def test_a_config_whose_vocabulary_disagrees_with_its_task_is_refused(model, tmp
     raw = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**raw, "anatomy_vocabulary": raw["anatomy_vocabulary"][::-1]}))
     with pytest.raises(ModelLoadError, match="anatomy_vocabulary does not match"):
-        anatomy.load_pretrained(str(folder))
+        load_pretrained(str(folder))
 
 
 def test_saving_refuses_a_decoder_gpt2_could_not_run(tmp_path):
-    post_ln = anatomy.DecoderOnlyLM(DecoderConfig(vocab_size=12, width=32, num_heads=2, num_layers=1, norm="post"))
+    post_ln = DecoderOnlyLM(DecoderConfig(vocab_size=12, width=32, num_heads=2, num_layers=1, norm="post"))
     with pytest.raises(ValueError, match="pre-LN"):
         save_trained(post_ln, TASK, tmp_path / "post-ln")

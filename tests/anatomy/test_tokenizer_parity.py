@@ -146,9 +146,10 @@ def test_smollm2_for_the_other_lessons_equals_transformers_fast_wrapper_of_the_s
 def test_loading_both_embedded_models_as_the_lessons_do_never_imports_transformers():
     """In a fresh interpreter, as the app's server starts: MiniLM, then SmolLM2 wrapped for every lesson."""
     program = (
-        "import sys, anatomy\n"
+        "import sys\n"
+        "from anatomy.checkpoints.pretrained import load_pretrained\n"
         "from lessons.common.llm.smollm2 import as_pretrained, load_chat_model\n"
-        "minilm = anatomy.load_pretrained(device='cpu')\n"
+        "minilm = load_pretrained(device='cpu')\n"
         "smollm2 = as_pretrained(load_chat_model(), 'SmolLM2')\n"
         "assert minilm.tokenizer('hi')['input_ids'] == [101, 7632, 102]\n"
         "assert smollm2.tokenizer('hi')['input_ids'] == [6004]\n"

@@ -15,7 +15,8 @@ from dataclasses import replace
 import pytest
 import torch
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
+from anatomy.models import DecoderOnlyLM
 from anatomy.seq2seq import EncoderDecoder
 from anatomy.training.loop import teacher_forced_loss
 from anatomy.training.recipes import HELD_OUT_SEED, RECIPES
@@ -28,7 +29,7 @@ HELD_OUT = 500
 
 @pytest.fixture(scope="module")
 def shipped():
-    return {name: anatomy.load_pretrained(str(recipe.folder), device="cpu") for name, recipe in RECIPES.items()}
+    return {name: load_pretrained(str(recipe.folder), device="cpu") for name, recipe in RECIPES.items()}
 
 
 def held_out_words(task, count: int = HELD_OUT) -> list[str]:
@@ -59,7 +60,7 @@ def test_the_decoders_are_gpt2_checkpoints_and_only_the_cheater_is_unmasked(ship
     for name, causal in [("sorter", True), ("sorter-cheater", False)]:
         raw = json.loads((RECIPES[name].folder / "config.json").read_text())
         assert raw["model_type"] == "gpt2" and raw["anatomy_causal"] is causal
-        assert isinstance(shipped[name].model, anatomy.DecoderOnlyLM) and shipped[name].family == "decoder"
+        assert isinstance(shipped[name].model, DecoderOnlyLM) and shipped[name].family == "decoder"
         assert shipped[name].config.causal is causal
     assert isinstance(shipped["reverser"].model, EncoderDecoder)
     assert shipped["reverser"].family == "encoder-decoder"

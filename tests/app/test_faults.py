@@ -11,8 +11,7 @@ import shutil
 import pytest
 import torch
 
-from anatomy import load_pretrained
-from anatomy.checkpoints.pretrained import ModelLoadError, embedded_model_folder
+from anatomy.checkpoints.pretrained import ModelLoadError, embedded_model_folder, load_pretrained
 from anatomy.devices import available_devices
 from harness.apptest import assert_clean, open_page, plotly_figures
 from lessons.attention import examples as toy

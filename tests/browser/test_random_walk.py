@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
 from harness.browser import ARTIFACTS
 from harness.server import StreamlitServer
 from harness.walk import Walk
@@ -18,7 +18,7 @@ STEPS = 250
 
 @pytest.fixture(scope="module")
 def tokens_of():
-    tokenizer = anatomy.load_pretrained(device="cpu").tokenizer
+    tokenizer = load_pretrained(device="cpu").tokenizer
 
     def tokens(text: str) -> list[str]:
         return tokenizer.convert_ids_to_tokens(tokenizer(text, truncation=True, max_length=512)["input_ids"])

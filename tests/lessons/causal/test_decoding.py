@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
 from anatomy.training.loop import teacher_forced_loss
 from anatomy.training.recipes import HELD_OUT_SEED, RECIPES
 from lessons.causal import decoding
@@ -25,12 +25,12 @@ TOLERANCE = 1e-5
 
 @pytest.fixture(scope="module")
 def sorter():
-    return anatomy.load_pretrained(str(RECIPES["sorter"].folder), device="cpu")
+    return load_pretrained(str(RECIPES["sorter"].folder), device="cpu")
 
 
 @pytest.fixture(scope="module")
 def cheater():
-    return anatomy.load_pretrained(str(RECIPES["sorter-cheater"].folder), device="cpu")
+    return load_pretrained(str(RECIPES["sorter-cheater"].folder), device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -215,7 +215,7 @@ def tiny_gpt2_folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny_gpt2(tiny_gpt2_folder):
-    return anatomy.load_pretrained(str(tiny_gpt2_folder), device="cpu")
+    return load_pretrained(str(tiny_gpt2_folder), device="cpu")
 
 
 @pytest.fixture(scope="module")

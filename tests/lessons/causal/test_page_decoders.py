@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
 from anatomy.training.recipes import RECIPES
 from harness.apptest import (
     HOSTILE_TEXTS,
@@ -62,7 +62,7 @@ def shipped():
     """The sorter and the cheater on the device the page runs them on, so that its numbers can be matched
     exactly (another device would round float32 about 1e-6 differently)."""
     return {
-        name: anatomy.load_pretrained(str(RECIPES[name].folder), device=loaders.usable_device())
+        name: load_pretrained(str(RECIPES[name].folder), device=loaders.usable_device())
         for name in ("sorter", "sorter-cheater")
     }
 

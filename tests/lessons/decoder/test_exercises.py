@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
 from anatomy.training.recipes import RECIPES
 from harness.apptest import (
     HOSTILE_TEXTS,
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def reverser():
-    return anatomy.load_pretrained(str(RECIPES["reverser"].folder), device="cpu")
+    return load_pretrained(str(RECIPES["reverser"].folder), device="cpu")
 
 
 def lesson_on(reverser, word: str):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
 from anatomy.config import PRESETS, parameter_count
 from anatomy.training.recipes import RECIPES
 from lessons.decoder import families
@@ -59,7 +59,7 @@ def test_the_minilm_row_is_read_from_the_embedded_checkpoints_own_config(table, 
 
 @pytest.mark.parametrize("name", sorted(RECIPES))
 def test_the_rows_of_the_trained_models_equal_their_shipped_weights(table, name):
-    shipped = anatomy.load_pretrained(str(RECIPES[name].folder), device="cpu")
+    shipped = load_pretrained(str(RECIPES[name].folder), device="cpu")
     shipped_count = sum(parameter.numel() for parameter in shipped.model.parameters())
     assert shipped_count == table[f"{name} (trained here)"].parameters
 

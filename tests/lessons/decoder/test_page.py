@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
 from anatomy.config import parameter_count
 from anatomy.training.recipes import RECIPES
 from harness.apptest import (
@@ -34,7 +34,7 @@ def head_grids(spec: dict) -> list[np.ndarray]:
 
 @pytest.fixture(scope="module")
 def reverser():
-    return anatomy.load_pretrained(str(RECIPES["reverser"].folder), device="cpu")
+    return load_pretrained(str(RECIPES["reverser"].folder), device="cpu")
 
 
 def open_tab(tab: str, query: dict[str, str] | None = None):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
 from anatomy.training.recipes import HELD_OUT_SEED, RECIPES
 from anatomy.training.tasks import BOS, EOS
 from lessons.decoder.reversal import check_word, describe_characters, reverse_word
@@ -23,7 +23,7 @@ WORD = "decoder"
 
 @pytest.fixture(scope="module")
 def reverser():
-    return anatomy.load_pretrained(str(RECIPES["reverser"].folder), device="cpu")
+    return load_pretrained(str(RECIPES["reverser"].folder), device="cpu")
 
 
 @pytest.fixture(scope="module")

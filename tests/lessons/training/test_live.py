@@ -12,7 +12,7 @@ import math
 import pytest
 import torch
 
-import anatomy
+from anatomy.checkpoints.pretrained import load_pretrained
 from anatomy.training.recipes import HELD_OUT_SEED, RECIPES
 from lessons.training import live as live_training
 from lessons.training.live import (
@@ -31,7 +31,7 @@ SORTER, CHEATER, REVERSER = RECIPES["sorter"], RECIPES["sorter-cheater"], RECIPE
 
 @pytest.fixture(scope="module")
 def shipped():
-    return {name: anatomy.load_pretrained(str(recipe.folder), device="cpu") for name, recipe in RECIPES.items()}
+    return {name: load_pretrained(str(recipe.folder), device="cpu") for name, recipe in RECIPES.items()}
 
 
 def same_weights(left: torch.nn.Module, right: torch.nn.Module) -> bool:
