@@ -169,9 +169,12 @@ def main() -> None:
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, check=False)
     print_profiles(profiles)
-    base, tree = (statistics.median(cpu_per_view[name]) for name in ("base", "tree"))
-    print(f"\nserver CPU a view, median of {arguments.rounds} rounds: base ({arguments.base}) {base:.3f} s, ", end="")
-    print(f"working tree {tree:.3f} s: {base / tree:.2f}x less")
+    base_median, tree_median = (statistics.median(cpu_per_view[name]) for name in ("base", "tree"))
+    print(
+        f"\nserver CPU a view, median of {arguments.rounds} rounds: base ({arguments.base}) {base_median:.3f} s, ",
+        end="",
+    )
+    print(f"working tree {tree_median:.3f} s: {base_median / tree_median:.2f}x less")
 
 
 if __name__ == "__main__":
