@@ -9,6 +9,7 @@ from lessons.common import memory
 from lessons.common.ui import charts, frame, sidebar, tour
 
 memory.configure_allocator()  # before the model loads: freed tensors go back to the system (see memory.py)
+memory.exempt_late_imports()  # what an earlier run imported in bulk, out of every full collection
 
 # A local file: a material-symbol page icon would make the browser fetch it from a font CDN.
 ICON = Path(__file__).parent / "assets" / "icon.png"

@@ -73,6 +73,15 @@ def trim() -> None:
         _LIBC.malloc_trim(0)
 
 
+# Modules imported after the models loaded go on being walked by every full collection. Some come late and in
+# bulk: torch.optim's first step (lesson 8's Train button) imports torch._dynamo, and with it sympy, some 800
+# modules and 150,000 objects; until they were exempted too, every later run of every page spent 0.13 s
+# walking them, over half the server's CPU time under a room of students (benchmarks/server_cpu_ab.py).
+LATE_MODULES_WORTH_EXEMPTING = 20
+_modules_when_exempted = 0
+_exemption_lock = threading.Lock()
+
+
 def exempt_from_garbage_collection() -> None:
     """Move every object alive now out of reach of Python's cyclic garbage collector, for good.
 
@@ -83,8 +92,20 @@ def exempt_from_garbage_collection() -> None:
     objects exempted (modules, a model's weights and layers) live as long as the process anyway; ones in
     reference cycles that die later are never freed, so garbage is collected first.
     """
-    gc.collect()
-    gc.freeze()
+    global _modules_when_exempted
+    with _exemption_lock:
+        gc.collect()
+        gc.freeze()
+        _modules_when_exempted = len(sys.modules)
+
+
+def exempt_late_imports() -> bool:
+    """Exempt the modules imported since the last exemption (as `exempt_from_garbage_collection` does) when
+    there are many of them; True when it did. Cheap otherwise, so it can run at the start of every page run."""
+    if _modules_when_exempted == 0 or len(sys.modules) - _modules_when_exempted < LATE_MODULES_WORTH_EXEMPTING:
+        return False
+    exempt_from_garbage_collection()
+    return True
 
 
 def tensor_bytes(value) -> int:

@@ -136,7 +136,12 @@ def show_all_heads(view: LayerView) -> None:
     if pooled.pooled:
         st.caption(text.pooled_caption(len(run.tokenized), len(pooled.row_bins), len(pooled.column_bins)))
     titles = [f"head {index}" for index in range(pooled.values.size(0))]
-    chart(figures.head_grid(pooled.values, labels, titles, title=f"Layer {layer}: every head"))
+    # Built once per text and layer for every session: the twelve-panel grid is the page's costliest figure.
+    widgets.show_figure(
+        "mh_all_heads",
+        (view.context.reference, view.context.text, layer),
+        lambda: figures.head_grid(pooled.values, labels, titles, title=f"Layer {layer}: every head"),
+    )
 
     if linked.toggle(f"Show head {head} alone at full resolution", links.FULL_RESOLUTION):
         full_map = layer_weights(run, layer)[head]  # (T, T)

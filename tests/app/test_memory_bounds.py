@@ -207,3 +207,31 @@ print(exempt, walked, alive() is None)
     assert int(exempt) > 100_000  # torch, transformers, streamlit, plotly and the model
     assert int(walked) < 1_000
     assert cycle_collected == "True"  # garbage made later is still collected
+
+
+def test_modules_a_page_imports_late_and_in_bulk_are_exempted_at_the_next_run():
+    """torch.optim's first step (lesson 8's Train button) imports torch._dynamo and sympy: some 800 modules
+    that every later full collection would walk. The next run of any page exempts them. (Stand-ins here: forty
+    modules of a thousand functions each, made after the model loaded.)"""
+    import subprocess
+    import sys
+
+    script = """
+import gc, logging, sys, types
+logging.disable(logging.WARNING)
+from harness.apptest import open_page
+app = open_page("pages/multihead.py")  # loads the model, which exempts everything alive then
+for index in range(40):
+    module = types.ModuleType(f"imported_late_{index}")
+    module.functions = [lambda: index for _ in range(1_000)]
+    sys.modules[module.__name__] = module
+gc.collect(2)
+before = len(gc.get_objects())
+app.run()
+gc.collect(2)
+print(before, len(gc.get_objects()))
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    walked_before, walked_after = map(int, result.stdout.split())
+    assert walked_before > 40_000  # the stand-ins, walked by every full collection until the next run
+    assert walked_after < 5_000
