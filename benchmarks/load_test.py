@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import signal
 import sys
@@ -89,6 +90,7 @@ def measure(hall: Hall, configuration: str, through_nginx: bool, sessions: int, 
     processes = meter.figures()
     server_cpu = sum(each["cpu_s"] for name, each in processes.items() if name.startswith("replica"))
     figures["server_cpu_s_per_view"] = round(server_cpu / figures["views"], 3) if figures["views"] else None
+    figures["server_cores_busy"] = round(server_cpu / figures["duration_s"], 2)
     figures["nginx_cpu_s"] = round(sum(each["cpu_s"] for n, each in processes.items() if n.startswith("nginx")), 1)
     figures["replicas"] = {name: each for name, each in processes.items() if name.startswith("replica")}
     figures["weights_sha256_before_after"] = {
@@ -128,7 +130,30 @@ def run_hall_comparison(sizes: list[int], duration: float, writers: float, kill_
         if kill_one_at is not None:
             print(f"2 replicas via nginx, {sizes[0]} students, replica-0 killed ...", file=sys.stderr, flush=True)
             measure(two, "2 replicas via nginx, replica-0 killed", True, sizes[0], settings, kill_at=kill_one_at)
-    return {"reference_weights_sha256": settings["reference"][:16], "runs": settings["runs"]}
+    runs = settings["runs"]
+    return {"reference_weights_sha256": settings["reference"][:16], "runs": runs, "capacity": capacity(runs, sizes)}
+
+
+def capacity(runs: list[dict], sizes: list[int]) -> dict:
+    """What a class of each size asks of the servers, from the first class (one replica directly, the smallest
+    size, where the pauses, not the server, set the pace): views a student asks for per second, times the
+    students, times the CPU seconds a view costs, is the cores kept busy. One replica is one Python process,
+    which runs the pages on about one core, so a class wants as many replicas as cores."""
+    light = runs[0]
+    views_per_student_per_s = light["views_per_student_per_minute"] / 60
+    cpu_per_view = light["server_cpu_s_per_view"]
+    if not cpu_per_view:
+        return {}
+    wanted = {}
+    for size in sizes:
+        cores = size * views_per_student_per_s * cpu_per_view
+        wanted[f"{size} students"] = {
+            "views_per_s_asked": round(size * views_per_student_per_s, 1),
+            "cores_busy": round(cores, 1),
+            "replicas_and_cores": math.ceil(cores),
+            "views_per_s_on_two_cores_at_most": round(2 / cpu_per_view, 1),
+        }
+    return {"from": light["configuration"], "cpu_s_per_view": cpu_per_view, "classes": wanted}
 
 
 async def warm_writing(urls: list[str]) -> None:

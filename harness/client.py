@@ -144,16 +144,17 @@ class Tab:
         self.replica = ""  # what the proxy's REPLICA_HEADER said when the websocket opened
         self._socket: ClientConnection | None = None
         self._cache: dict[str, ForwardMsg] = {}
-        # What was typed into a widget stays in the browser, which sends it with every later rerun while the widget
-        # is drawn (the sidebar's text on every page): without it the server would forget the value.
-        self._typed: dict[str, str] = {}
+        # A browser holds the value of every text field it shows (as drawn, as set by the server, as typed) and
+        # sends it with every rerun while the field is drawn (the sidebar's text, on every page): without it the
+        # server would forget the value after a page switch.
+        self._held_text: dict[str, str] = {}
         self._drawn: set[str] = set()  # the widgets of the latest run, by id
 
     async def open(self, page: str, query: dict, timeout: float) -> PageRun:
         """Connect as a new tab on `/page?query` and return the finished run."""
         await self.close()
         self._cache.clear()  # a new tab starts with nothing cached
-        self._typed.clear()
+        self._held_text.clear()
         self.query_string = urlencode(query)
         self._socket = await websockets.connect(
             self.base_url.replace("http", "ws", 1) + "/_stcore/stream",
@@ -182,7 +183,7 @@ class Tab:
 
     async def set_text(self, widget_id: str, value: str, timeout: float) -> PageRun:
         """Type `value` into the text widget `widget_id` (as Ctrl+Enter in a text area does)."""
-        self._typed[widget_id] = value
+        self._held_text[widget_id] = value
         return await self._run(self._rerun(), timeout)
 
     async def press(self, button_id: str, timeout: float) -> PageRun:
@@ -212,7 +213,7 @@ class Tab:
         message = BackMsg()
         message.rerun_script.query_string = self.query_string
         message.rerun_script.page_script_hash = self.page_script_hash
-        for widget_id, value in self._typed.items():
+        for widget_id, value in self._held_text.items():
             if widget_id in self._drawn:
                 state = message.rerun_script.widget_states.widgets.add()
                 state.id, state.string_value = widget_id, value
@@ -229,6 +230,14 @@ class Tab:
         if self._socket is not None:
             await self._socket.close()
             self._socket = None
+
+    def _hold_text_fields(self, run: PageRun) -> None:
+        """What the browser's text fields now hold: a value the server set, else what they held, else the default."""
+        for text_field in run.of_kind("text_area") + run.of_kind("text_input"):
+            if text_field.set_value:
+                self._held_text[text_field.id] = text_field.value
+            else:
+                self._held_text.setdefault(text_field.id, text_field.default)
 
     @property
     def _open_socket(self) -> ClientConnection:
@@ -265,4 +274,5 @@ class Tab:
                 if forward.script_finished != FINISHED_SUCCESSFULLY:
                     raise RuntimeError(f"the script ended with status {forward.script_finished}")
                 self._drawn = run.widget_ids()
+                self._hold_text_fields(run)
                 return run

@@ -83,6 +83,7 @@ class Student:
     round_number: int = 0
     lesson: Lesson = field(init=False)  # the view it is on, and that view's run
     last_run: PageRun = field(default_factory=PageRun)
+    address: str = ""  # the query of the last view the server finished: what the address bar shows
     last_view_clean: bool = False
     answered: int = 0  # exercises answered in the tab's current session
     replica: str | None = None  # where it has been served since it last (re)connected
@@ -179,7 +180,7 @@ class Student:
 
     async def reconnect(self) -> None:
         """What Streamlit's page does when its websocket closes: the health check, then its address again."""
-        query, lost = dict(parse_qsl(self.tab.query_string)), self.tab.replica or "direct"
+        query, lost = dict(parse_qsl(self.address)), self.tab.replica or "direct"
         await asyncio.to_thread(visit, f"{self.url}/_stcore/health", self.tab.cookies, "identity", VIEW_TIMEOUT_SECONDS)
         self.replica = None  # a new connection: nginx may send it elsewhere now that its replica is gone
         await self.view(self.lesson, "reconnected", self.tab.open(self.lesson.path, query, VIEW_TIMEOUT_SECONDS))
@@ -191,7 +192,7 @@ class Student:
         """Wait for a view the tab asked for, then check and count it."""
         start = time.monotonic()
         run = await asked
-        self.lesson, self.last_run = lesson, run
+        self.lesson, self.last_run, self.address = lesson, run, self.tab.query_string
         self.record(run, lesson, how, start)
         return run
 

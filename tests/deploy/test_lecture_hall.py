@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 import pytest
 
@@ -87,6 +88,26 @@ def test_streamlits_javascript_comes_compressed_with_brotli_or_gzip_and_cached_f
     front_page = visit(f"{hall.url}/", {}, "gzip")
     assert front_page.headers["Content-Encoding"] == "gzip"
     assert front_page.headers["Cache-Control"] == "no-cache", "the page naming the bundles must be asked for again"
+
+
+def test_a_students_text_survives_page_switches_as_in_a_browser(hall):
+    """The load test's tab sends the sidebar's text with every rerun, as a browser does; a session that switches
+    pages twice, types, and switches again keeps its own text throughout."""
+
+    async def switch_pages() -> list[str]:
+        tab = Tab(hall.url)
+        run = await tab.open("positional", {"text": "the red penguin"}, VIEW_TIMEOUT_SECONDS)
+        held = []
+        for page, query in [("causal", {"cm_layer": 1}), ("tokenization", {"exercise": "count"})]:
+            run = await tab.navigate(page, query, VIEW_TIMEOUT_SECONDS)
+            held.append(dict(parse_qsl(tab.query_string))["text"])
+        run = await tab.set_text(run.text_area("Text to study").id, "the blue owl", VIEW_TIMEOUT_SECONDS)
+        await tab.navigate("multihead", {}, VIEW_TIMEOUT_SECONDS)
+        held.append(dict(parse_qsl(tab.query_string))["text"])
+        await tab.close()
+        return held
+
+    assert asyncio.run(switch_pages()) == ["the red penguin", "the red penguin", "the blue owl"]
 
 
 def test_a_class_through_the_proxy_sees_only_its_own_work_each_student_on_one_replica(hall):
