@@ -90,7 +90,7 @@ def measure(hall: Hall, configuration: str, through_nginx: bool, sessions: int, 
     processes = meter.figures()
     server_cpu = sum(each["cpu_s"] for name, each in processes.items() if name.startswith("replica"))
     figures["server_cpu_s_per_view"] = round(server_cpu / figures["views"], 3) if figures["views"] else None
-    figures["server_cores_busy"] = round(server_cpu / figures["duration_s"], 2)
+    figures["server_cores_busy"] = round(server_cpu / figures["elapsed_s"], 2)
     figures["nginx_cpu_s"] = round(sum(each["cpu_s"] for n, each in processes.items() if n.startswith("nginx")), 1)
     figures["replicas"] = {name: each for name, each in processes.items() if name.startswith("replica")}
     figures["weights_sha256_before_after"] = {
