@@ -15,6 +15,7 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
+from typing import Any
 from urllib.parse import urlencode
 
 import websockets
@@ -62,6 +63,16 @@ class PageRun:
         """The button drawn with `key` (Streamlit ends a keyed widget's id with its key)."""
         return next(button for button in self.of_kind("button") if button.id.endswith(f"-{key}"))
 
+    def widget_ids(self) -> set[str]:
+        return {widget.id for _, element in self.elements if (widget := _widget(element)) is not None}
+
+    def form(self) -> tuple[Any, Any] | None:
+        """The page's first form as (its answer field, its submit button): a radio or number input and the button
+        drawn by st.form_submit_button; None when the page shows no form."""
+        fields = [field for field in self.of_kind("radio") + self.of_kind("number_input") if field.form_id]
+        submitters = [button for button in self.of_kind("button") if button.is_form_submitter]
+        return (fields[0], submitters[0]) if fields and submitters else None
+
     def messages(self, container: int | None = None) -> list[str]:
         """The text of every markdown, caption, alert, code block and literal text, in the order they came (an element
         later replaced by another in the same place, such as a notice while waiting, is kept too)."""
@@ -91,6 +102,13 @@ class PageRun:
                     _strings(axis.get("ticktext"), labels)
                     _strings(axis.get("categoryarray"), labels)
         return labels
+
+
+def _widget(element: Element) -> Any:
+    """The widget an element is, or None when it is not one (a widget's proto has an id)."""
+    kind = element.WhichOneof("type")
+    inner = getattr(element, kind) if kind else None
+    return inner if inner is not None and "id" in inner.DESCRIPTOR.fields_by_name and inner.id else None
 
 
 def _strings(values, into: list[str]) -> None:
@@ -126,11 +144,17 @@ class Tab:
         self.replica = ""  # what the proxy's REPLICA_HEADER said when the websocket opened
         self._socket: ClientConnection | None = None
         self._cache: dict[str, ForwardMsg] = {}
+        # A browser holds the value of every text field it shows (as drawn, as set by the server, as typed) and
+        # sends it with every rerun while the field is drawn (the sidebar's text, on every page): without it the
+        # server would forget the value after a page switch.
+        self._held_text: dict[str, str] = {}
+        self._drawn: set[str] = set()  # the widgets of the latest run, by id
 
     async def open(self, page: str, query: dict, timeout: float) -> PageRun:
         """Connect as a new tab on `/page?query` and return the finished run."""
         await self.close()
         self._cache.clear()  # a new tab starts with nothing cached
+        self._held_text.clear()
         self.query_string = urlencode(query)
         self._socket = await websockets.connect(
             self.base_url.replace("http", "ws", 1) + "/_stcore/stream",
@@ -148,16 +172,37 @@ class Tab:
         message.rerun_script.page_name = page
         return await self._run(message, timeout)
 
+    async def navigate(self, page: str, query: dict, timeout: float) -> PageRun:
+        """Go to another page in the same session, as the sidebar's navigation does: the session keeps what it
+        chose (its text), and `query` carries only the page's own choices."""
+        self.query_string = urlencode(query)
+        message = self._rerun()
+        message.rerun_script.page_script_hash = ""
+        message.rerun_script.page_name = page
+        return await self._run(message, timeout)
+
     async def set_text(self, widget_id: str, value: str, timeout: float) -> PageRun:
         """Type `value` into the text widget `widget_id` (as Ctrl+Enter in a text area does)."""
-        message, state = self._rerun_with_widget(widget_id)
-        state.string_value = value
-        return await self._run(message, timeout)
+        self._held_text[widget_id] = value
+        return await self._run(self._rerun(), timeout)
 
     async def press(self, button_id: str, timeout: float) -> PageRun:
         """Click the button `button_id`: its on_click callback runs, then the page with the button true."""
         message, state = self._rerun_with_widget(button_id)
         state.trigger_value = True
+        return await self._run(message, timeout)
+
+    async def submit(self, field, answer: str | float, button, timeout: float) -> PageRun:
+        """Answer a form's field (a radio by the text of an option, a number input by a number) and press its
+        submit button: a browser holds a form's values back and sends them with the press, in one rerun."""
+        message, state = self._rerun_with_widget(field.id)
+        if isinstance(answer, str):
+            state.string_value = answer  # a radio's value is its option as drawn (streamlit's RadioSerde)
+        else:
+            state.double_value = answer  # every number input's value travels as a double
+        pressed = message.rerun_script.widget_states.widgets.add()
+        pressed.id = button.id
+        pressed.trigger_value = True
         return await self._run(message, timeout)
 
     async def rerun(self, timeout: float) -> PageRun:
@@ -168,6 +213,10 @@ class Tab:
         message = BackMsg()
         message.rerun_script.query_string = self.query_string
         message.rerun_script.page_script_hash = self.page_script_hash
+        for widget_id, value in self._held_text.items():
+            if widget_id in self._drawn:
+                state = message.rerun_script.widget_states.widgets.add()
+                state.id, state.string_value = widget_id, value
         return message
 
     def _rerun_with_widget(self, widget_id: str):
@@ -181,6 +230,14 @@ class Tab:
         if self._socket is not None:
             await self._socket.close()
             self._socket = None
+
+    def _hold_text_fields(self, run: PageRun) -> None:
+        """What the browser's text fields now hold: a value the server set, else what they held, else the default."""
+        for text_field in run.of_kind("text_area") + run.of_kind("text_input"):
+            if text_field.set_value:
+                self._held_text[text_field.id] = text_field.value
+            else:
+                self._held_text.setdefault(text_field.id, text_field.default)
 
     @property
     def _open_socket(self) -> ClientConnection:
@@ -216,4 +273,6 @@ class Tab:
             elif kind == "script_finished" and forward.script_finished != FINISHED_EARLY_FOR_RERUN:
                 if forward.script_finished != FINISHED_SUCCESSFULLY:
                     raise RuntimeError(f"the script ended with status {forward.script_finished}")
+                self._drawn = run.widget_ids()
+                self._hold_text_fields(run)
                 return run

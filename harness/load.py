@@ -95,15 +95,10 @@ class Server(StreamlitServer):
         super().__exit__(*exc)
 
     def rss(self) -> int:
-        for line in Path(f"/proc/{self.started_process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-        return 0
+        return rss_bytes(self.started_process.pid)
 
     def cpu_seconds(self) -> float:
-        """User plus system CPU time the server process has used so far."""
-        fields = Path(f"/proc/{self.started_process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(self.started_process.pid)
 
     def seconds(self) -> float:
         """Seconds since the server answered its first health check (the clock of `rss_samples`)."""
@@ -113,6 +108,21 @@ class Server(StreamlitServer):
         while self._sampling and self.started_process.poll() is None:
             self.rss_samples.append((time.monotonic() - self._started, self.rss()))
             time.sleep(0.5)
+
+
+def rss_bytes(pid: int) -> int:
+    """The resident memory (VmRSS) of a process; 0 once it has gone."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0
+    return next((int(line.split()[1]) * 1024 for line in lines if line.startswith("VmRSS:")), 0)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -171,7 +181,9 @@ def record_run(
     start: float,
     began: float,
     more_problems: list[str] | None = None,
+    text: str | None = None,
 ) -> None:
+    """Count the view, or its problems as errors. `text`: the student's own text, when not `student_text`'s."""
     seconds = time.monotonic() - start
     # What the server holds as this session's text: it writes it into the address on every change.
     holds = dict(parse_qsl(tab_query)).get("text", "")
@@ -180,7 +192,8 @@ def record_run(
         words = {word for label in run.figure_labels() for word in re.findall(r"[a-z]+", label)}
     problems = [f"exception: {message[:160]}" for message in run.exceptions]
     problems += [f"error message: {message[:160]}" for message in run.errors if not message.startswith(LESSON_ERRORS)]
-    problems += view_problems(session, round_number, student_text(session, round_number), holds, words)
+    own_text = student_text(session, round_number) if text is None else text
+    problems += view_problems(session, round_number, own_text, holds, words)
     if lesson.answer is not None:
         problems += word_problems(session, lesson.answer, words_of(run.messages()))
     problems += more_problems or []

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 VIEW_TIMEOUT_SECONDS = 120  # a view that has not finished (or painted) by then counts as an error
 TRAINING_BUDGET_SECONDS = 3  # ANATOMY_TRAINING_BUDGET_SECONDS of the load test's server: short runs, many turns
 # Error messages that are part of a lesson: the cheater, trained without the mask, writes wrong answers on
-# purpose, and the causal page shows each as an error.
-LESSON_ERRORS = ("The cheater wrote",)
+# purpose, and the causal page shows each as an error; a wrong answer to an exercise is shown as one too.
+LESSON_ERRORS = ("The cheater wrote", "You answered")
 
 # One single-token word per student (none occurs anywhere in the app's own text) and one per round.
 MARKERS = (

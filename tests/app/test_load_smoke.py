@@ -93,6 +93,23 @@ def test_the_server_shows_the_hash_of_the_model_the_link_names(monkeypatch):
     assert len({loaders.shared_model_fingerprint(name) for name in ("", *TRAINED_MODELS)}) == 4
 
 
+@pytest.mark.slow
+def test_the_server_shows_the_hash_of_smollm2_when_the_link_names_it(monkeypatch):
+    """Lesson 9's SmolLM2 is shared by every session too: the lecture hall's load test hashes it in each
+    replica with ?fingerprint=SmolLM2-135M-Instruct."""
+    from harness.apptest import open_page
+    from lessons.common import hosting
+    from lessons.common.ui import loaders
+
+    monkeypatch.setenv(hosting.FINGERPRINT_VARIABLE, "1")
+    monkeypatch.setenv(hosting.LANGUAGE_MODEL_VARIABLE, "1")
+    app = open_page("pages/home.py", query={"fingerprint": hosting.LANGUAGE_MODEL})
+    (shown,) = [item.value for item in app.sidebar.caption if "sha256" in item.value]
+    expected = loaders.weights_fingerprint(loaders.get_chat_model().loaded.model)
+    assert shown == f"weights sha256 {expected}"
+    assert expected != loaders.shared_model_fingerprint()
+
+
 def assert_a_clean_room(figures: dict) -> None:
     assert figures["errors"] == 0, figures["error_samples"]
     assert figures["requests_off_loopback"] == 0, figures["off_loopback_samples"]

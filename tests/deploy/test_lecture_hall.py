@@ -19,16 +19,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 import pytest
 
 from harness.client import Tab
 from harness.hall import Hall, is_running, visit
+from harness.lecture import fingerprints, hold_class, summarise_class
 from harness.load import websocket_student
 from harness.room import VIEW_TIMEOUT_SECONDS, Tally
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE_SECONDS = 20
+CLASS_SECONDS = 15
 YEAR = 31_536_000
 
 pytestmark = pytest.mark.slow
@@ -36,7 +39,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def hall(tmp_path_factory):
-    with Hall(tmp_path_factory.mktemp("hall"), replicas=2) as running:
+    with Hall(tmp_path_factory.mktemp("hall"), replicas=2, environment={"ANATOMY_DEBUG_FINGERPRINT": "1"}) as running:
         yield running
 
 
@@ -85,6 +88,43 @@ def test_streamlits_javascript_comes_compressed_with_brotli_or_gzip_and_cached_f
     front_page = visit(f"{hall.url}/", {}, "gzip")
     assert front_page.headers["Content-Encoding"] == "gzip"
     assert front_page.headers["Cache-Control"] == "no-cache", "the page naming the bundles must be asked for again"
+
+
+def test_a_students_text_survives_page_switches_as_in_a_browser(hall):
+    """The load test's tab sends the sidebar's text with every rerun, as a browser does; a session that switches
+    pages twice, types, and switches again keeps its own text throughout."""
+
+    async def switch_pages() -> list[str]:
+        tab = Tab(hall.url)
+        run = await tab.open("positional", {"text": "the red penguin"}, VIEW_TIMEOUT_SECONDS)
+        held = []
+        for page, query in [("causal", {"cm_layer": 1}), ("tokenization", {"exercise": "count"})]:
+            run = await tab.navigate(page, query, VIEW_TIMEOUT_SECONDS)
+            held.append(dict(parse_qsl(tab.query_string))["text"])
+        run = await tab.set_text(run.text_area("Text to study").id, "the blue owl", VIEW_TIMEOUT_SECONDS)
+        await tab.navigate("multihead", {}, VIEW_TIMEOUT_SECONDS)
+        held.append(dict(parse_qsl(tab.query_string))["text"])
+        await tab.close()
+        return held
+
+    assert asyncio.run(switch_pages()) == ["the red penguin", "the red penguin", "the blue owl"]
+
+
+def test_a_class_through_the_proxy_sees_only_its_own_work_each_student_on_one_replica(hall):
+    """The load test's students (harness.lecture), a small class with short pauses: each opens a lesson from a
+    link, moves between lessons, types its own sentence and answers an exercise, and checks every view is its
+    own. Nothing fails, both replicas teach, nobody changes replica, and no replica's weights change."""
+    replica_urls = {name: replica.url for name, replica in zip(hall.names, hall.replicas)}
+    before = asyncio.run(fingerprints(replica_urls, ("1",)))
+    outcome = asyncio.run(hold_class(hall.url, 4, CLASS_SECONDS, set(), "test", pauses=(0.5, 1.5)))
+    figures = summarise_class(outcome)
+
+    assert figures["errors"] == 0, figures["error_samples"]
+    assert {"link", "navigated", "typed", "answered"} <= set(figures["views_by_step"]), figures["views_by_step"]
+    assert set(figures["students_by_replica"]) == set(hall.names), figures["students_by_replica"]
+    for student in outcome["students"]:
+        assert len({view.replica for view in outcome["tally"].views if view.session == student.session}) == 1
+    assert asyncio.run(fingerprints(replica_urls, ("1",))) == before
 
 
 async def the_class_while_one_replica_is_killed(hall: Hall) -> dict:

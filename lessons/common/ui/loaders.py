@@ -224,11 +224,16 @@ def _stop_with(message: str, icon: str) -> NoReturn:
     st.stop()
 
 
-def shared_model_fingerprint(trained: str | None = None) -> str:
-    """The fingerprint of a model every session shares: the embedded one, or the model trained here named
-    `trained` ("sorter", "sorter-cheater", "reverser"). Equal before and after a load test, it proves that no
-    session (ablation, live training) changed the weights everyone reads."""
-    return weights_fingerprint(get_model(str(RECIPES[trained].folder) if trained else "").model)
+def shared_model_fingerprint(shared: str | None = None) -> str:
+    """The fingerprint of a model every session shares: the embedded one, a model trained here named `shared`
+    ("sorter", "sorter-cheater", "reverser"), or lesson 9's SmolLM2 (`hosting.LANGUAGE_MODEL`, where this server
+    serves it; ModelLoadError otherwise). Equal before and after a load test, it proves that no session
+    (ablation, live training, writing) changed the weights everyone reads. Anything else names the embedded one."""
+    if shared in RECIPES:
+        return weights_fingerprint(get_model(str(RECIPES[shared].folder)).model)
+    if shared is not None and hosting.normalise_reference(shared) == hosting.LANGUAGE_MODEL:
+        return weights_fingerprint(get_model(hosting.LANGUAGE_MODEL).model)
+    return weights_fingerprint(get_model("").model)
 
 
 def weights_fingerprint(model: torch.nn.Module) -> str:

@@ -13,7 +13,6 @@ import streamlit as st
 
 from anatomy.checkpoints.pretrained import DEFAULT_MODEL_NAME, ModelLoadError, PretrainedModel
 from anatomy.devices import describe_device
-from anatomy.training.recipes import RECIPES
 from lessons.common import hosting
 from lessons.common.hosting import HostingSettings
 from lessons.common.safe_text import escape_markdown
@@ -169,5 +168,8 @@ def _describe(pretrained: PretrainedModel) -> None:
     )
     asked = st.query_params.get("fingerprint")
     if hosting.fingerprint_enabled() and asked:
-        # ?fingerprint=1: the embedded model; ?fingerprint=sorter (or another model trained here): that one
-        st.caption(f"weights sha256 {shared_model_fingerprint(asked if asked in RECIPES else None)}")
+        # ?fingerprint=1: the embedded model; ?fingerprint=sorter (or another model trained here, or SmolLM2): that one
+        try:
+            st.caption(f"weights sha256 {shared_model_fingerprint(asked)}")
+        except ModelLoadError as error:  # SmolLM2 asked of a server that does not serve it
+            st.caption(f"no weights to hash: {escape_markdown(str(error))}")
