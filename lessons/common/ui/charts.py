@@ -166,6 +166,17 @@ CHART_TEXT_RULES = (
 )
 
 
+# The chart's toolbar (plotly's modebar: the downloads, zoom, pan, full screen) in a strip of its own above the
+# chart. Plotly draws it over the chart's top right corner, where on a phone (a chart 358 px wide, a toolbar of
+# 255 px) it covered the title: a tap on the chart shows it, and it stays. Above the chart it covers nothing, at
+# any width, and every button stays.
+TOOLBAR_STRIP_PX = 28  # the toolbar is 25 px high
+TOOLBAR_RULES = (
+    f".stPlotlyChart {{ padding-top: {TOOLBAR_STRIP_PX}px; }}"
+    f".stPlotlyChart .modebar-container {{ top: -{TOOLBAR_STRIP_PX}px !important; }}"
+)
+
+
 # Formulas on a phone: KaTeX draws display formulas at 1.21 times the text, and the app's longest one-line
 # formulas (about 450 px) would run past a 390 px screen's column (358 px). Smaller there, they fit; longer
 # formulas are written on several lines. Should one still be too wide, its box scrolls instead of cutting it off.
@@ -187,7 +198,7 @@ LITERAL_TEXT_RULES = (
 
 
 def prepare_page() -> None:
-    """Once per run (app.py): the SVG button in every chart's toolbar, chart text readable in both themes,
-    formulas that fit a phone, and literal text in a box."""
-    st.html(f"<style>{CHART_TEXT_RULES}{FORMULA_RULES}{LITERAL_TEXT_RULES}</style>")
+    """Once per run (app.py): the SVG button in every chart's toolbar, the toolbar above the chart, chart text
+    readable in both themes, formulas that fit a phone, and literal text in a box."""
+    st.html(f"<style>{CHART_TEXT_RULES}{TOOLBAR_RULES}{FORMULA_RULES}{LITERAL_TEXT_RULES}</style>")
     st.html(SVG_BUTTON_SCRIPT, unsafe_allow_javascript=True, width="content")
