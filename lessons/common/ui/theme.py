@@ -18,7 +18,7 @@ from lessons.common.ui import frame
 # Streamlit names the key after the page's address when its code loads, and writes it when the learner chooses;
 # the script copies every such write to the same key of every other page. The app may be served under a prefix
 # ("/anatomy/multihead"), found by taking the page's own path off the address.
-SCRIPT = """
+_SCRIPT_TEMPLATE = """
 <script>
 (() => {
   if (window.anatomyThemeOnEveryPage) return;
@@ -44,10 +44,13 @@ SCRIPT = """
 
 
 def page_paths() -> list[str]:
-    """Every page's path in the app's addresses: "" for the welcome page (also at its name), then each lesson's name."""
+    """Every page's path in the app's addresses: "" for the welcome page (also at its name), then each lesson's."""
     return ["", *(lesson.name for lesson in frame.LESSONS)]
+
+
+SCRIPT = _SCRIPT_TEMPLATE.replace("PAGES", json.dumps(page_paths()))
 
 
 def keep_across_pages() -> None:
     """Once per run (app.py): the script that keeps the learner's theme on every page."""
-    st.html(SCRIPT.replace("PAGES", json.dumps(page_paths())), unsafe_allow_javascript=True, width="content")
+    st.html(SCRIPT, unsafe_allow_javascript=True, width="content")
