@@ -60,6 +60,17 @@
         }
       }
     }
+    // Streamlit gives each chart a box of the chart's height; a chart or toolbar drawn past it is cut off there,
+    // or runs into what follows.
+    const element = plot.closest('[data-testid="stElementContainer"]');
+    const inside = (box, outer) => box.top >= outer.top - 1 && box.bottom <= outer.bottom + 1
+      && box.left >= outer.left - 1 && box.right <= outer.right + 1;
+    if (element && !inside(frame, element.getBoundingClientRect())) {
+      problems.push(`${title}: the chart runs past the box Streamlit gives it`);
+    }
+    if (element && bar && bar.width > 0.5 && !inside(bar, element.getBoundingClientRect())) {
+      problems.push(`${title}: the chart's toolbar runs past the box Streamlit gives the chart`);
+    }
     for (let i = 0; i < labels.length; i++) {
       for (let j = i + 1; j < labels.length; j++) {
         if (!apart(labels[i].shape, labels[j].shape)) {

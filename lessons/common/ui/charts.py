@@ -169,10 +169,13 @@ CHART_TEXT_RULES = (
 # The chart's toolbar (plotly's modebar: the downloads, zoom, pan, full screen) in a strip of its own above the
 # chart. Plotly draws it over the chart's top right corner, where on a phone (a chart 358 px wide, a toolbar of
 # 255 px) it covered the title: a tap on the chart shows it, and it stays. Above the chart it covers nothing, at
-# any width, and every button stays.
+# any width, and every button stays. The strip is padding of the chart's element container, which Streamlit gives
+# the chart's height: allowed to grow (its overflow visible, else it kept that height), it holds strip and chart
+# alike, and the chart keeps its own height. In full screen, Streamlit's frame has a header band the toolbar sits in.
 TOOLBAR_STRIP_PX = 28  # the toolbar is 25 px high
 TOOLBAR_RULES = (
-    f".stPlotlyChart {{ padding-top: {TOOLBAR_STRIP_PX}px; }}"
+    '[data-testid="stElementContainer"]:has(> [data-testid="stFullScreenFrame"] > .stPlotlyChart) '
+    f"{{ padding-top: {TOOLBAR_STRIP_PX}px; height: auto !important; overflow: visible !important; }}"
     f".stPlotlyChart .modebar-container {{ top: -{TOOLBAR_STRIP_PX}px !important; }}"
 )
 
