@@ -71,6 +71,13 @@
     if (element && bar && bar.width > 0.5 && !inside(bar, element.getBoundingClientRect())) {
       problems.push(`${title}: the chart's toolbar runs past the box Streamlit gives the chart`);
     }
+    for (let box = toolbar && toolbar.parentElement; bar && box && box !== element; box = box.parentElement) {
+      const style = getComputedStyle(box);
+      if ((style.overflowX !== 'visible' || style.overflowY !== 'visible') && !inside(bar, box.getBoundingClientRect())) {
+        problems.push(`${title}: the chart's toolbar is hidden by a box that cuts off what it does not hold`);
+        break;
+      }
+    }
     for (let i = 0; i < labels.length; i++) {
       for (let j = i + 1; j < labels.length; j++) {
         if (!apart(labels[i].shape, labels[j].shape)) {

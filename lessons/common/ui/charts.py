@@ -64,11 +64,19 @@ def what_it_shows(figure: go.Figure, key: str | None) -> str:
     return " ".join(word for word in words[1:] if word not in ("figure", "chart"))
 
 
+# Three buttons of plotly's toolbar that others already do (zoom in and out: the zoom box and the scroll wheel;
+# autoscale: reset axes). Without them the toolbar (SVG, PNG, zoom, pan, reset, full screen) is 183 px wide and
+# stays on one row above the narrowest chart (two side by side at 853 px, 251 px each), where the nine buttons
+# wrapped onto a second row that reached down onto the title.
+REDUNDANT_BUTTONS = ("zoomIn2d", "zoomOut2d", "autoScale2d")
+
+
 def export_config(figure: go.Figure, name: str) -> dict:
     """The plotly.js settings of a chart: its camera button downloads `name`.png at slide resolution."""
     height = figure.layout.height or DEFAULT_HEIGHT_PX
     return {
         "displaylogo": False,
+        "modeBarButtonsToRemove": list(REDUNDANT_BUTTONS),
         "toImageButtonOptions": {
             "format": "png",
             "filename": name,
@@ -171,12 +179,14 @@ CHART_TEXT_RULES = (
 # 255 px) it covered the title: a tap on the chart shows it, and it stays. Above the chart it covers nothing, at
 # any width, and every button stays. The strip is padding of the chart's element container, which Streamlit gives
 # the chart's height: allowed to grow (its overflow visible, else it kept that height), it holds strip and chart
-# alike, and the chart keeps its own height. In full screen, Streamlit's frame has a header band the toolbar sits in.
+# alike, and the chart keeps its own height. Streamlit cuts off what leaves the plot's own box (overflow hidden),
+# which would hide the toolbar above it. In full screen, Streamlit's frame has a header band the toolbar sits in.
 TOOLBAR_STRIP_PX = 28  # the toolbar is 25 px high
 TOOLBAR_RULES = (
     '[data-testid="stElementContainer"]:has(> [data-testid="stFullScreenFrame"] > .stPlotlyChart) '
     f"{{ padding-top: {TOOLBAR_STRIP_PX}px; height: auto !important; overflow: visible !important; }}"
     f".stPlotlyChart .modebar-container {{ top: -{TOOLBAR_STRIP_PX}px !important; }}"
+    ".stPlotlyChart .js-plotly-plot { overflow: visible !important; }"
 )
 
 
