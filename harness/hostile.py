@@ -208,7 +208,7 @@ STYLE_SHEET_ONLY = re.compile(r"<style>[^<]*</style>")
 def problems_after(app, text: str) -> list[str]:
     """Everything wrong with a page after it ran on `text`: exceptions, rendered markup, raw HTML."""
     from harness.apptest import all_markdown
-    from lessons.common.ui import charts, theme
+    from lessons.common.ui import charts, presentation, theme
 
     problems = [f"exception: {item.value[:200]}" for item in app.exception]
     shown = all_markdown(app)
@@ -223,7 +223,8 @@ def problems_after(app, text: str) -> list[str]:
         "an st.html element other than a style sheet or the app's own scripts was drawn"
         for element in app.get("html")
         if not STYLE_SHEET_ONLY.fullmatch(element.proto.body)
-        and element.proto.body.strip() not in (charts.SVG_BUTTON_SCRIPT.strip(), theme.SCRIPT.strip())
+        and element.proto.body.strip()
+        not in (charts.SVG_BUTTON_SCRIPT.strip(), theme.SCRIPT.strip(), *presentation.REMEMBER.values())
     ]
     problems += ["a markdown element allows HTML" for element in app.markdown if element.proto.allow_html]
     return problems
