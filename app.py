@@ -6,7 +6,7 @@ from pathlib import Path
 import streamlit as st
 
 from lessons.common import memory
-from lessons.common.ui import charts, frame, sidebar, tour
+from lessons.common.ui import charts, frame, sidebar, theme, tour
 
 memory.configure_allocator()  # before the model loads: freed tensors go back to the system (see memory.py)
 memory.exempt_late_imports()  # what an earlier run imported in bulk, out of every full collection
@@ -18,6 +18,7 @@ st.set_page_config(page_title="Transformer Anatomy", page_icon=str(ICON), layout
 lesson = frame.start_navigation()
 charts.note_lesson(lesson.url_path)  # downloaded figures are named after it
 charts.prepare_page()  # the charts' SVG button and readable text
+theme.keep_across_pages()  # the learner's light or dark, on every page
 sidebar.render()
 tour.show_picker()  # in the sidebar, below the text and model
 tour.show_bar(lesson.url_path or "home")  # while a tour runs: first on the page

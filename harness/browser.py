@@ -79,12 +79,13 @@ HEATMAP_ROWS = """(index) => {
 
 
 # Labels drawn over labels, or cut off, in every chart and in Streamlit's own labels. A label is any text plotly
-# draws around a chart (titles, axis titles, tick labels, annotations, legend entries, colour bar ticks), never
-# the numbers printed inside heatmap cells. Each label is taken as the quadrilateral its glyphs fill on screen
-# (rotated tick labels are rotated boxes, not the larger upright boxes around them); two labels overlap when
-# they share more than 2 px across every direction; a label is drawn over a plot when it enters a plot area,
-# and cut off when it sticks out of its chart. Streamlit's own labels are cut off when they end in an ellipsis,
-# and a displayed formula is cut off when it is wider than its box.
+# draws around a chart (titles and subtitles, axis titles, tick labels, annotations, legend entries, colour bar
+# ticks), never the numbers printed inside heatmap cells. Each label is taken as the quadrilateral its glyphs fill
+# on screen (rotated tick labels are rotated boxes, not the larger upright boxes around them); two labels overlap
+# when they share more than 2 px across every direction; a label is drawn over a plot when it enters a plot area,
+# and cut off when it sticks out of its chart; the chart's toolbar (plotly's modebar, measured where it shows on
+# hover or tap) must sit on no label. Streamlit's own labels are cut off when they end in an ellipsis, and a
+# displayed formula is cut off when it is wider than its box.
 LAYOUT_PROBLEMS = (Path(__file__).parent / "layout_problems.js").read_text(encoding="utf-8")
 
 

@@ -208,7 +208,7 @@ STYLE_SHEET_ONLY = re.compile(r"<style>[^<]*</style>")
 def problems_after(app, text: str) -> list[str]:
     """Everything wrong with a page after it ran on `text`: exceptions, rendered markup, raw HTML."""
     from harness.apptest import all_markdown
-    from lessons.common.ui import charts
+    from lessons.common.ui import charts, presentation, theme
 
     problems = [f"exception: {item.value[:200]}" for item in app.exception]
     shown = all_markdown(app)
@@ -220,10 +220,11 @@ def problems_after(app, text: str) -> list[str]:
     if len(text.strip()) >= 4 and any(char in "<>[]()!*_`#$&|~\\" for char in text) and text in shown:
         problems.append("the whole text reached markdown unescaped")
     problems += [
-        "an st.html element other than a style sheet or the SVG button's script was drawn"
+        "an st.html element other than a style sheet or the app's own scripts was drawn"
         for element in app.get("html")
         if not STYLE_SHEET_ONLY.fullmatch(element.proto.body)
-        and element.proto.body.strip() != charts.SVG_BUTTON_SCRIPT.strip()
+        and element.proto.body.strip()
+        not in (charts.SVG_BUTTON_SCRIPT.strip(), theme.SCRIPT.strip(), *presentation.REMEMBER.values())
     ]
     problems += ["a markdown element allows HTML" for element in app.markdown if element.proto.allow_html]
     return problems

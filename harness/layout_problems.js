@@ -25,7 +25,7 @@
     if (frame.width < 1) return;
     const title = ((plot.layout && plot.layout.title && plot.layout.title.text) || `chart ${index}`).replace(/<[^>]+>/g, '');
     // Every subplot has its own axis classes (xtick, x2tick, g-xtitle, g-x2title ...).
-    const selectors = ['.gtitle', '[class^="g-x"][class$="title"] text', '[class^="g-y"][class$="title"] text',
+    const selectors = ['.gtitle', '.gtitle-subtitle', '[class^="g-x"][class$="title"] text', '[class^="g-y"][class$="title"] text',
                        '.xaxislayer-above text', '.yaxislayer-above text', '.annotation-text', '.legendtext',
                        '.cbtitle text', '.cbaxis text'];
     const labels = [];
@@ -47,6 +47,35 @@
       }
       if (label.kind !== '.annotation-text' && areas.some(area => !apart(area, label.shape))) {
         problems.push(`${title}: "${label.text}" (${label.kind}) is drawn over a plot`);
+      }
+    }
+    // The chart's toolbar shows while the pointer is on the chart (on a phone: after a tap, and it stays), so it
+    // is measured where it would show even while it is hidden.
+    const toolbar = plot.querySelector('.modebar');
+    const bar = toolbar && getComputedStyle(toolbar).display !== 'none' ? toolbar.getBoundingClientRect() : null;
+    if (bar && bar.width > 0.5 && bar.height > 0.5) {
+      for (const label of labels) {
+        if (!apart(rectangle(bar), label.shape)) {
+          problems.push(`${title}: the chart's toolbar sits on "${label.text}" (${label.kind})`);
+        }
+      }
+    }
+    // Streamlit gives each chart a box of the chart's height; a chart or toolbar drawn past it is cut off there,
+    // or runs into what follows.
+    const element = plot.closest('[data-testid="stElementContainer"]');
+    const inside = (box, outer) => box.top >= outer.top - 1 && box.bottom <= outer.bottom + 1
+      && box.left >= outer.left - 1 && box.right <= outer.right + 1;
+    if (element && !inside(frame, element.getBoundingClientRect())) {
+      problems.push(`${title}: the chart runs past the box Streamlit gives it`);
+    }
+    if (element && bar && bar.width > 0.5 && !inside(bar, element.getBoundingClientRect())) {
+      problems.push(`${title}: the chart's toolbar runs past the box Streamlit gives the chart`);
+    }
+    for (let box = toolbar && toolbar.parentElement; bar && box && box !== element; box = box.parentElement) {
+      const style = getComputedStyle(box);
+      if ((style.overflowX !== 'visible' || style.overflowY !== 'visible') && !inside(bar, box.getBoundingClientRect())) {
+        problems.push(`${title}: the chart's toolbar is hidden by a box that cuts off what it does not hold`);
+        break;
       }
     }
     for (let i = 0; i < labels.length; i++) {

@@ -13,8 +13,8 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
-from lessons.causal.figures import CELL_FONT, compact, finish_panels, panel_grid, styled, token_axes, token_names
-from lessons.common.plots import ATTENTION_SCALE, safe_label
+from lessons.causal.figures import CELL_FONT, compact, finish_panels, panel_grid, token_axes, token_names
+from lessons.common.plots import ATTENTION_SCALE, safe_label, style
 
 CHOSEN_COLOUR = "#5B4BDB"  # the token greedy decoding takes
 OTHER_COLOUR = "#B9B2F0"  # the candidates it passed over
@@ -120,7 +120,7 @@ def next_token_heatmap(
     )
     figure.update_xaxes(type="category", automargin=True, title="next token")
     figure.update_yaxes(type="category", autorange="reversed", automargin=True)
-    return styled(figure, title, int(min(640, 190 + 34 * len(rows))))
+    return style(figure, title, height=int(min(640, 190 + 34 * len(rows))))
 
 
 def candidates_figure(
@@ -149,7 +149,7 @@ def candidates_figure(
     )
     figure.update_xaxes(range=[0, 1.12], title="probability", automargin=True)
     figure.update_yaxes(type="category", autorange="reversed", automargin=True)
-    return styled(figure, title, int(150 + 28 * len(values)))
+    return style(figure, title, height=int(150 + 28 * len(values)))
 
 
 def target_loss_figure(
@@ -181,4 +181,4 @@ def target_loss_figure(
     figure.update_xaxes(type="category", automargin=True)
     figure.update_yaxes(type="log", title="−log p(true next token)", exponentformat="power", automargin=True)
     figure.update_layout(legend=dict(orientation="h", y=-0.3))
-    return styled(figure, title, 400)
+    return style(figure, title, height=400)

@@ -16,7 +16,6 @@ tables still give every value.
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -47,8 +46,6 @@ CELL_PADDING = 8  # px a cell keeps free around its number
 LABEL_ROOM = 140  # px of a chart's width that row labels and a colour bar take
 DESKTOP_CHART = 820  # px: a chart's width on a desktop (1280 px window, Streamlit's centred column)
 NUMBERS_FROM_PX = "numbers_from_px"  # layout.meta key: the narrowest chart whose cells hold their numbers
-TITLE_CHARACTERS = 42  # characters of a title line that fit a phone's chart (358 px, bold 16 px)
-TITLE_LINE_PX = 22
 # Keys up to which their labels may stand upright. Past it they read upwards on any screen (a 48-token window
 # would need some 2,000 px a panel upright), so they are turned from the start.
 UPRIGHT_KEYS = 24
@@ -79,18 +76,6 @@ def token_names(labels: Sequence[str], positions: Sequence[int] | None = None) -
     """ "position token" for each token, escaped for plotly: unique even when a word repeats."""
     positions = range(len(labels)) if positions is None else positions
     return [f"{position} {safe_label(label)}" for position, label in zip(positions, labels)]
-
-
-def wrapped(title: str, width: int = TITLE_CHARACTERS) -> str:
-    """A long title broken into lines (plotly's <br>) short enough for a phone; a short one as it is."""
-    return "<br>".join(textwrap.wrap(title, width))
-
-
-def styled(figure: go.Figure, title: str, height: int) -> go.Figure:
-    """The app's look, with the title wrapped and the figure taller by the title's extra lines."""
-    lines = wrapped(title)
-    extra = TITLE_LINE_PX * lines.count("<br>")
-    return style(figure, lines, height=height + extra)
 
 
 def width_for_numbers(columns_across: int, characters: int, reserved: int = LABEL_ROOM) -> int:
@@ -136,7 +121,7 @@ def _height(rows: int) -> int:
 
 def _finish(figure: go.Figure, names: list[str], title: str) -> go.Figure:
     token_axes(figure, names)
-    return finish_token_axes(styled(figure, title, _height(len(names))), names)
+    return finish_token_axes(style(figure, title, height=_height(len(names))), names)
 
 
 def _mask_trace(mask, names: list[str], show: bool) -> go.Heatmap:
@@ -300,7 +285,7 @@ def finish_panels(
         _record_numbers(figure, needed_px)
     figure.update_coloraxes(colorbar=COLOUR_BAR_UNDER)
     under = (PANEL_TITLES_PX if titles_under else 0) + COLOUR_BAR_ROW_PX
-    return styled(figure, title, height + COLOUR_BAR_ROW_PX).update_layout(margin=dict(b=10 + under))
+    return style(figure, title, height=height + COLOUR_BAR_ROW_PX).update_layout(margin=dict(b=10 + under))
 
 
 def steps_figure(
@@ -418,4 +403,4 @@ def overview_figure(weights, title: str = "") -> go.Figure:
     )
     figure.update_xaxes(side="top", title="key position")
     figure.update_yaxes(autorange="reversed", title="query position", scaleanchor="x")
-    return styled(figure, title, 720)
+    return style(figure, title, height=720)

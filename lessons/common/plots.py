@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -130,19 +130,23 @@ def heatmap(
 def base_layout(title: str = "", height: int | None = None) -> dict:
     """The app's common look (white background, readable font, tight margins) as a layout dict.
 
-    A title of several lines (joined by <br>) shows its first line as the title and the others under it, in
-    plotly's smaller subtitle: plotly lifts the extra lines of a title that pushes the margin as if it stood on
-    the plot, and they left the chart at its top edge."""
+    A title too long for a phone is broken between phrases (`title_lines`): its first line is the title, the
+    others stand under it in plotly's smaller subtitle, and a figure of a given height grows by their height.
+    A subtitle rather than more lines of title: plotly lifts the extra lines of a title that pushes the margin
+    as if it stood on the plot, and they left the chart at its top edge."""
     if not title:
         return dict(title=None, margin=dict(l=10, r=10, t=30, b=10), height=height)
-    first_line, _, other_lines = title.partition("<br>")
+    first_line, *other_lines = title_lines(title)
+    added_lines = len(other_lines) - title.count("<br>")
+    if height is not None:
+        height += SUBTITLE_LINE_PX * added_lines
     # The title pushes the top margin itself (automargin, measured from the container), so it never sits on
     # tick labels drawn above a matrix or on an axis title, whatever their length.
     heading = dict(
         text=first_line, x=0, xanchor="left", automargin=True, yref="container", y=1, yanchor="top", pad=dict(t=6, b=8)
     )
     if other_lines:
-        heading["subtitle"] = dict(text=other_lines)
+        heading["subtitle"] = dict(text="<br>".join(other_lines))
     return dict(title=heading, margin=dict(l=10, r=10, t=20, b=10), height=height)
 
 
@@ -217,6 +221,77 @@ def label_width_px(label: str, font_px: float = LABEL_FONT_PX) -> float:
 
 def _em_beyond_ascii(character: str) -> float:
     return _EM_LATIN_GREEK_CYRILLIC if ord(character) < 0x530 else _EM_ANY
+
+
+# Titles on a phone. A figure cannot know how wide it will be drawn, so a title too wide for a phone's chart
+# is broken where it fits one: its first line stays the title, and the rest goes under it, in plotly's smaller
+# grey subtitle. It is broken between phrases only, so that the title reads as a whole heading and the subtitle
+# as its details: "Decoder masked self-attention" over "(T × T, causal)", never "… (T × T," over "causal)".
+TITLE_ROOM_PX = 340  # a phone's chart is 358 px wide; its title starts 4 px in and keeps clear of the right edge
+# Streamlit draws chart titles in bold 16 px (measured in Chromium: "Next-token probabilities, one row per step"
+# is 296 px wide), subtitles in regular type under 12 px; the widths are upper bounds (`label_width_px`), the
+# title's 5 % wider for bold type.
+TITLE_FONT_PX = 16 * 1.05
+SUBTITLE_FONT_PX = 12
+SUBTITLE_LINE_PX = 18  # the height one more line of subtitle takes
+# Where a title may be broken, strongest first: after a heading (": ", the colon is dropped), before an aside in
+# brackets (" ("), at a dash (" — "), between the items of a list (", ", the comma is dropped). Breaks inside
+# brackets are never taken.
+PHRASE_BREAKS = (": ", " (", " — ", ", ")
+
+
+def fits_title(line: str) -> bool:
+    """Whether `line` fits a phone's chart as a line of title."""
+    return label_width_px(line, TITLE_FONT_PX) <= TITLE_ROOM_PX
+
+
+def fits_subtitle(line: str) -> bool:
+    """Whether `line` fits a phone's chart as a line of subtitle."""
+    return label_width_px(line, SUBTITLE_FONT_PX) <= TITLE_ROOM_PX
+
+
+def title_lines(title: str) -> list[str]:
+    """`title` as the lines plotly draws it: a first line that fits a phone as the title, then lines that fit
+    it as the subtitle, each broken between phrases (PHRASE_BREAKS). Only a phrase too long for a line on its
+    own is broken between words. Lines joined by <br> in `title` stay apart."""
+    lines: list[str] = []
+    for given in title.split("<br>"):
+        rest = given
+        while not (fits := fits_subtitle if lines else fits_title)(rest):
+            split = _split_between_phrases(rest, fits) or _split_between_words(rest, fits)
+            if split is None:  # a single word longer than the line: plotly draws it as it is
+                break
+            line, rest = split
+            lines.append(line)
+        lines.append(rest)
+    return lines
+
+
+def _split_between_phrases(text: str, fits: Callable[[str], bool]) -> tuple[str, str] | None:
+    """(first line, the rest) for the longest first line that `fits` and ends at the strongest phrase break
+    `text` has there, or None if no phrase break comes early enough."""
+    depth = 0
+    breaks: dict[str, list[int]] = {mark: [] for mark in PHRASE_BREAKS}
+    for index, character in enumerate(text):
+        for mark in PHRASE_BREAKS:
+            if depth == 0 and text.startswith(mark, index) and index > 0 and fits(text[:index]):
+                breaks[mark].append(index)
+        depth += {"(": 1, ")": -1}.get(character, 0)
+    for mark in PHRASE_BREAKS:
+        if breaks[mark]:
+            cut = breaks[mark][-1]
+            kept = "(" if mark == " (" else ""  # the bracket opens the next line
+            return text[:cut], kept + text[cut + len(mark) :]
+    return None
+
+
+def _split_between_words(text: str, fits: Callable[[str], bool]) -> tuple[str, str] | None:
+    """(first line, the rest) broken at the last space with a first line that `fits` (else at the first
+    space), or None for a single word."""
+    spaces = [index for index, character in enumerate(text) if character == " " and index > 0]
+    fitting = [index for index in spaces if fits(text[:index])]
+    cut = fitting[-1] if fitting else next(iter(spaces), None)
+    return (text[:cut], text[cut + 1 :].lstrip()) if cut is not None else None
 
 
 def make_room_for_labels(figure: go.Figure, row_labels: Sequence[str], column_labels: Sequence[str]) -> None:

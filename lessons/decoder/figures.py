@@ -25,13 +25,12 @@ from lessons.causal.figures import (
     compact,
     finish_panels,
     panel_grid,
-    styled,
     token_axes,
     token_names,
     widest_number,
     width_for_numbers,
 )
-from lessons.common.plots import ATTENTION_SCALE, as_array
+from lessons.common.plots import ATTENTION_SCALE, as_array, style
 
 MARK_COLOUR = "#E4572E"  # the app's orange: stands out on the purple attention scale
 LEGEND_ROW_PX = 30  # under the panels' titles: the legend of the outlined cells
@@ -177,7 +176,7 @@ def distribution_figure(
     figure.update_xaxes(type="category", side="top", tickangle=-60, title="next token")
     figure.update_yaxes(type="category", autorange="reversed", title="step: decoder's last input → written")
     figure.update_layout(legend=dict(orientation="h", x=0, y=-0.08))
-    return styled(figure, title, _panel_height(len(rows)) + 60)
+    return style(figure, title, height=_panel_height(len(rows)) + 60)
 
 
 def family_masks_figure(masks: Sequence, title: str = "") -> go.Figure:
@@ -217,4 +216,4 @@ def family_masks_figure(masks: Sequence, title: str = "") -> go.Figure:
             line = dict(color=MARK_COLOUR, width=2, dash="dot")
             figure.add_vline(x=edge, line=line, row=1, col=column)
             figure.add_hline(y=edge, line=line, row=1, col=column)
-    return styled(figure, title, 360).update_layout(margin=dict(b=60))
+    return style(figure, title, height=360).update_layout(margin=dict(b=60))

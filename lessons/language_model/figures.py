@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from lessons.causal.decoding_figures import CHOSEN_COLOUR, OTHER_COLOUR, candidates_figure
-from lessons.causal.figures import styled, weights_figure
-from lessons.common.plots import safe_label
+from lessons.causal.figures import weights_figure
+from lessons.common.plots import safe_label, style
 
 FRAME_COLOUR = "#E4572E"  # the app's second colour: it stands out on the purple attention scale
 
@@ -74,4 +74,4 @@ def writing_figure(
     figure.update_xaxes(type="category", title="step and token written", automargin=True, tickangle=-60)
     figure.update_yaxes(range=[0, 1.05], title="probability", automargin=True)
     figure.update_layout(legend=dict(orientation="h", x=0, y=-0.45, yanchor="top"))
-    return styled(figure, title, 420)
+    return style(figure, title, height=420)

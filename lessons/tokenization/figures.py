@@ -3,7 +3,6 @@ rows of the embedding table that the tokens look up."""
 
 from __future__ import annotations
 
-import textwrap
 import unicodedata
 from collections.abc import Sequence
 
@@ -29,7 +28,6 @@ ROW_HEIGHT = 24  # pixels per line of characters
 # would fold it into a box that scrolls over the text. Four lines of about 20 px, and the title above.
 LEGEND_HEIGHT = 4 * 20 + 10
 TITLE_HEIGHT = 60
-EMBEDDING_TITLE_CHARACTERS = 44  # a line of bold title that fits a phone (about 7 px a character)
 
 
 def highlight_rows(texts: Sequence[str], line_width: int = 64) -> list[tuple[int, int, int] | None]:
@@ -172,9 +170,7 @@ def embedding_rows(
     )
     figure.update_xaxes(side="top", title="dimension", showgrid=False)
     figure.update_yaxes(type="category", autorange="reversed", title="token", showgrid=False)
-    title_lines = textwrap.wrap(title, EMBEDDING_TITLE_CHARACTERS, break_long_words=False)
-    height = 130 + 18 * len(row_names) + 20 * max(len(title_lines) - 1, 0)  # a title line more: 20 px more
-    return style(figure, "<br>".join(title_lines), height=height)
+    return style(figure, title, height=130 + 18 * len(row_names))
 
 
 def _wrap(text: str, line_width: int) -> list[tuple[int, int]]:

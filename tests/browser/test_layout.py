@@ -1,10 +1,11 @@
 """Labels never sit on labels, and nothing is cut off, on any view, on a desktop, zoomed to 150 %, on a tablet,
 on a phone, or in presentation style.
 
-`harness.browser.LAYOUT_PROBLEMS` measures every label a chart draws (titles, axis titles, tick labels,
-annotations, legends, colour bars) as the shape its glyphs fill on screen, and reports labels that overlap,
-labels drawn over a plot area, labels cut off by a chart's edge, Streamlit labels shortened with an ellipsis,
-and a page that scrolls sideways. Every view a link can open (harness/views.py) is checked at every size.
+`harness.browser.LAYOUT_PROBLEMS` measures every label a chart draws (titles and subtitles, axis titles, tick
+labels, annotations, legends, colour bars) as the shape its glyphs fill on screen, and reports labels that
+overlap, labels drawn over a plot area, labels cut off by a chart's edge, a chart's toolbar over its labels (on a
+phone it sat on the titles), Streamlit labels shortened with an ellipsis, and a page that scrolls sideways.
+Every view a link can open (harness/views.py) is checked at every size.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Presentation style in Chromium: a link opens a page larger and without the sidebar; the button at the top,
-or the Escape key, brings the usual layout back."""
+or the Escape key, brings the usual layout back; the browser remembers the last choice for lessons opened later."""
 
 from __future__ import annotations
 
 import pytest
 
+from harness.browser import AppPage
 from lessons.common.ui import presentation
 
 TITLE_PX = """() => {
@@ -40,3 +41,18 @@ def test_the_button_or_the_escape_key_leaves_presentation_style(app, how):
     app.page.locator('[data-testid="stSidebar"]').wait_for(state="visible")
     app.wait_until_painted(1)
     assert app.query().get("present") in (None, "False")
+
+
+def test_a_lesson_opened_in_a_new_tab_keeps_the_style_last_chosen_and_a_link_that_names_one_wins(app):
+    app.open("multihead", min_plots=1, present="True")
+    assert not sidebar_shown(app)
+    new_tab = AppPage(app.page.context.new_page(), app.base_url).open("encoder", min_plots=1)
+    assert not sidebar_shown(new_tab), "a bare link opened in a new tab"
+    assert new_tab.query().get("present") == "True"  # and a link copied there carries it
+    named = AppPage(app.page.context.new_page(), app.base_url).open("attention", min_plots=1, present="False")
+    assert sidebar_shown(named), "a link that says present=False"
+    new_tab.page.get_by_role("button", name="Leave presentation style").click()
+    new_tab.page.locator('[data-testid="stSidebar"]').wait_for(state="visible")
+    new_tab.wait_until_painted(1)
+    after_leaving = AppPage(app.page.context.new_page(), app.base_url).open("causal", min_plots=1)
+    assert sidebar_shown(after_leaving), "leaving is remembered too"

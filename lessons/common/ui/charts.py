@@ -64,11 +64,19 @@ def what_it_shows(figure: go.Figure, key: str | None) -> str:
     return " ".join(word for word in words[1:] if word not in ("figure", "chart"))
 
 
+# Three buttons of plotly's toolbar that others already do (zoom in and out: the zoom box and the scroll wheel;
+# autoscale: reset axes). Without them the toolbar (SVG, PNG, zoom, pan, reset, full screen) is 183 px wide and
+# stays on one row above the narrowest chart (two side by side at 853 px, 251 px each), where the nine buttons
+# wrapped onto a second row that reached down onto the title.
+REDUNDANT_BUTTONS = ("zoomIn2d", "zoomOut2d", "autoScale2d")
+
+
 def export_config(figure: go.Figure, name: str) -> dict:
     """The plotly.js settings of a chart: its camera button downloads `name`.png at slide resolution."""
     height = figure.layout.height or DEFAULT_HEIGHT_PX
     return {
         "displaylogo": False,
+        "modeBarButtonsToRemove": list(REDUNDANT_BUTTONS),
         "toImageButtonOptions": {
             "format": "png",
             "filename": name,
@@ -166,6 +174,22 @@ CHART_TEXT_RULES = (
 )
 
 
+# The chart's toolbar (plotly's modebar: the downloads, zoom, pan, full screen) in a strip of its own above the
+# chart. Plotly draws it over the chart's top right corner, where on a phone (a chart 358 px wide, a toolbar of
+# 255 px) it covered the title: a tap on the chart shows it, and it stays. Above the chart it covers nothing, at
+# any width, and every button stays. The strip is padding of the chart's element container, which Streamlit gives
+# the chart's height: allowed to grow (its overflow visible, else it kept that height), it holds strip and chart
+# alike, and the chart keeps its own height. Streamlit cuts off what leaves the plot's own box (overflow hidden),
+# which would hide the toolbar above it. In full screen, Streamlit's frame has a header band the toolbar sits in.
+TOOLBAR_STRIP_PX = 28  # the toolbar is 25 px high
+TOOLBAR_RULES = (
+    '[data-testid="stElementContainer"]:has(> [data-testid="stFullScreenFrame"] > .stPlotlyChart) '
+    f"{{ padding-top: {TOOLBAR_STRIP_PX}px; height: auto !important; overflow: visible !important; }}"
+    f".stPlotlyChart .modebar-container {{ top: -{TOOLBAR_STRIP_PX}px !important; }}"
+    ".stPlotlyChart .js-plotly-plot { overflow: visible !important; }"
+)
+
+
 # Formulas on a phone: KaTeX draws display formulas at 1.21 times the text, and the app's longest one-line
 # formulas (about 450 px) would run past a 390 px screen's column (358 px). Smaller there, they fit; longer
 # formulas are written on several lines. Should one still be too wide, its box scrolls instead of cutting it off.
@@ -187,7 +211,7 @@ LITERAL_TEXT_RULES = (
 
 
 def prepare_page() -> None:
-    """Once per run (app.py): the SVG button in every chart's toolbar, chart text readable in both themes,
-    formulas that fit a phone, and literal text in a box."""
-    st.html(f"<style>{CHART_TEXT_RULES}{FORMULA_RULES}{LITERAL_TEXT_RULES}</style>")
+    """Once per run (app.py): the SVG button in every chart's toolbar, the toolbar above the chart, chart text
+    readable in both themes, formulas that fit a phone, and literal text in a box."""
+    st.html(f"<style>{CHART_TEXT_RULES}{TOOLBAR_RULES}{FORMULA_RULES}{LITERAL_TEXT_RULES}</style>")
     st.html(SVG_BUTTON_SCRIPT, unsafe_allow_javascript=True, width="content")

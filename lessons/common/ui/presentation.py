@@ -6,6 +6,10 @@ text, formulas, widgets and tables; figures get their text enlarged as much by `
 page as a whole with CSS `zoom` was tried and cuts plotly's charts off, since plotly measures its box
 unscaled). With the sidebar hidden, a
 button at the top of the page (or the Escape key) leaves presentation style.
+
+The browser remembers the choice too (a cookie, `COOKIE`), as it remembers the theme: a lesson opened in a new
+tab, or a bare link to it, opens in the style the learner chose last; a link that says `present=False` or
+`present=True` is followed as ever.
 """
 
 from __future__ import annotations
@@ -26,11 +30,26 @@ STYLE = (
 )
 
 
+COOKIE = "anatomy_present"  # "1" while the learner's last choice was presentation style
+_YEAR_S = 365 * 24 * 3600
+REMEMBER = {
+    True: f"<script>document.cookie = '{COOKIE}=1; path=/; max-age={_YEAR_S}; SameSite=Lax';</script>",
+    False: f"<script>document.cookie = '{COOKIE}=; path=/; max-age=0; SameSite=Lax';</script>",
+}
+
+
+def remembered() -> bool:
+    """Whether the browser's last choice, as it stood when this session started, was presentation style."""
+    return st.context.cookies.get(COOKIE) == "1"
+
+
 def switch() -> bool:
-    """The sidebar's switch (bound to the link): True while presentation style is on."""
+    """The sidebar's switch (bound to the link; without it, the browser's last choice): True while
+    presentation style is on."""
     return linked.toggle(
         "Presentation style",
         KEY,
+        remembered(),
         container=st.sidebar,
         help="Larger text and figures for a projector, without the sidebar. The link carries it.",
     )
@@ -41,7 +60,10 @@ def _leave() -> None:
 
 
 def apply(on: bool) -> None:
-    """Restyle the page when presentation style is on, with a way back at its top."""
+    """Restyle the page when presentation style is on, with a way back at its top; have the browser remember
+    a choice that differs from the one it held."""
+    if on != remembered():  # drawn in the sidebar, where a script's empty box is out of the way
+        st.sidebar.html(REMEMBER[on], unsafe_allow_javascript=True, width="content")
     if not on:
         return
     st.html(STYLE)

@@ -61,3 +61,53 @@ def test_margins_already_wider_than_the_labels_need_are_kept():
     figure = titled().update_layout(margin=dict(l=400, t=300))
     plots.make_room_for_labels(figure, ["row"], ["column"])
     assert (figure.layout.margin.l, figure.layout.margin.t) == (400, 300)
+
+
+# --- Titles on a phone ---------------------------------------------------------------------------------------
+
+
+def test_a_long_title_is_broken_between_phrases_its_heading_first_and_its_details_under_it():
+    assert plots.title_lines("Decoder masked self-attention (T × T, causal)") == [
+        "Decoder masked self-attention",
+        "(T × T, causal)",
+    ]
+    assert plots.title_lines("Token vectors: row id of the token table, first 64 dimensions") == [
+        "Token vectors",
+        "row id of the token table, first 64 dimensions",
+    ]
+    assert plots.title_lines(
+        "Teacher forcing: each model's loss on the true next token (log scale; lower is surer)"
+    ) == [
+        "Teacher forcing",
+        "each model's loss on the true next token",
+        "(log scale; lower is surer)",
+    ]
+
+
+def test_a_title_that_fits_a_phone_stays_on_one_line():
+    assert plots.title_lines("Layer 0: every head") == ["Layer 0: every head"]
+    assert plots.title_lines("cosine similarity of each token with itself") == [
+        "cosine similarity of each token with itself"
+    ]
+
+
+def test_a_list_is_broken_between_its_items_and_never_inside_brackets():
+    lines = plots.title_lines("The weights of query 3 over every key, the largest outlined (a, b, c)")
+    assert lines == ["The weights of query 3 over every key", "the largest outlined (a, b, c)"]
+
+
+def test_only_a_phrase_too_long_for_a_line_is_broken_between_words():
+    lines = plots.title_lines("a phrase of many words that goes on and on without any other break in it at all")
+    assert len(lines) == 2 and all(map(plots.fits_subtitle, lines)) and plots.fits_title(lines[0])
+    assert " ".join(lines) == "a phrase of many words that goes on and on without any other break in it at all"
+    assert plots.title_lines("x" * 90) == ["x" * 90]  # one word: drawn as it is
+
+
+def test_lines_the_caller_broke_stay_apart_and_a_figure_grows_only_by_the_lines_added():
+    assert plots.title_lines("Bets before step 1<br>loss 3.2") == ["Bets before step 1", "loss 3.2"]
+    short, broken = plots.base_layout("A title<br>a detail", 400), plots.base_layout("Token vectors: row id", 400)
+    long = plots.base_layout("Token vectors: row id of the token table, first 64 dimensions", 400)
+    assert short["height"] == 400 and broken["height"] == 400
+    assert long["title"]["text"] == "Token vectors"
+    assert long["title"]["subtitle"]["text"] == "row id of the token table, first 64 dimensions"
+    assert long["height"] == 400 + plots.SUBTITLE_LINE_PX

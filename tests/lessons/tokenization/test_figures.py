@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from lessons.common import plots
 from lessons.tokenization.figures import CELL_KINDS, embedding_rows, highlight_rows, token_highlight
 
 NO_TOKEN, WORD, WORD_NEXT, PIECE, PIECE_NEXT, UNKNOWN = range(6)  # the colour codes of CELL_KINDS
@@ -156,7 +157,7 @@ def test_the_legend_stands_below_the_text_one_kind_a_line_in_room_of_its_own():
     assert two_lines.layout.height - one_line.layout.height == 24  # the legend's room does not shrink the text
 
 
-def test_the_embedding_title_is_broken_into_lines_that_fit_a_phone_and_the_chart_grows_for_them():
+def test_the_embedding_title_is_broken_between_phrases_into_lines_that_fit_a_phone_and_the_chart_grows_for_them():
     vectors = torch.zeros(7, 64)
     labels = [f"t{i}" for i in range(7)]
     short = embedding_rows(vectors, labels, title="Token vectors")
@@ -164,9 +165,9 @@ def test_the_embedding_title_is_broken_into_lines_that_fit_a_phone_and_the_chart
     long = embedding_rows(vectors, labels, title=title)
     # The first line stands as the title, the next in the subtitle (see lessons.common.plots.base_layout).
     lines = [long.layout.title.text, *long.layout.title.subtitle.text.split("<br>")]
-    assert lines == ["Token type vectors: row 0 or 1 of the", "segment table, first 64 dimensions"]
-    assert all(len(line) <= 44 for line in lines)  # about 310 px of bold title
-    assert long.layout.height == short.layout.height + 20  # the plot keeps its height
+    assert lines == ["Token type vectors", "row 0 or 1 of the segment table, first 64 dimensions"]
+    assert plots.fits_title(lines[0]) and plots.fits_subtitle(lines[1])
+    assert long.layout.height == short.layout.height + plots.SUBTITLE_LINE_PX  # the plot keeps its height
 
 
 def test_the_embedding_title_pushes_the_top_margin_so_the_dimension_axis_title_above_the_matrix_never_sits_on_it():
