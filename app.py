@@ -6,7 +6,7 @@ from pathlib import Path
 import streamlit as st
 
 from lessons.common import memory
-from lessons.common.ui import charts, frame, sidebar, tour
+from lessons.common.ui import charts, frame, linked, sidebar, tour
 
 memory.configure_allocator()  # before the model loads: freed tensors go back to the system (see memory.py)
 
@@ -17,8 +17,10 @@ st.set_page_config(page_title="Transformer Anatomy", page_icon=str(ICON), layout
 lesson = frame.start_navigation()
 charts.note_lesson(lesson.url_path)  # downloaded figures are named after it
 charts.prepare_page()  # the charts' SVG button and readable text
+linked.start_address()  # the sidebar and the page publish their choices into it...
 sidebar.render()
 tour.show_picker()  # in the sidebar, below the text and model
 tour.show_bar(lesson.url_path or "home")  # while a tour runs: first on the page
 frame.mark_entrypoint()
 lesson.run()
+linked.write_address()  # ...and it goes to the address bar once: one history entry per view

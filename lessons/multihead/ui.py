@@ -103,7 +103,7 @@ def choose_studied_head(view: LayerView, suggested: int | None = None) -> int:
 
 def learner_chose_head() -> bool:
     """True when the link names a head this page did not pick itself: one the learner opened or chose."""
-    in_link = st.query_params.get(links.HEAD)
+    in_link = linked.in_link(links.HEAD)
     return in_link is not None and in_link != st.session_state.get(_SUGGESTED_HEAD)
 
 

@@ -13,7 +13,6 @@ import os
 from pathlib import Path
 
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
 
 from lessons.common import hosting, tours
 from lessons.common.safe_text import escape_markdown, visible
@@ -88,7 +87,7 @@ def show_bar(page: str) -> None:
     if going_to is not None:
         open_stop(name, tour, going_to)
     stop = tour.stops[number - 1]
-    if pasted and (stop.page != page or any(key not in st.query_params for key, _ in stop.query)):
+    if pasted and (stop.page != page or any(linked.in_link(key) is None for key, _ in stop.query)):
         open_stop(name, tour, number)  # a link that names only the tour and the stop opens the stop's own view
     linked.publish(TOUR, name)
     linked.publish(STOP, number)
@@ -138,25 +137,9 @@ def open_stop(name: str, tour: Tour, number: int) -> None:
     linked.set_value(STOP, number)
     # The stop shows what its link says and defaults for the rest, as the link opened anew would: the view's
     # other choices are forgotten (the text, the model and presentation style stay the session's own).
-    for key in set(st.query_params) - {key for key, _ in stop.query} - {*KEPT_ACROSS_STOPS, TOUR, STOP}:
-        linked.forget(key)
+    linked.forget_all_but({key for key, _ in stop.query} | {*KEPT_ACROSS_STOPS, TOUR, STOP})
     lesson = next(lesson for lesson in frame.LESSONS if lesson.name == stop.page)
-    # Streamlit refuses to write a link key that a widget of the page on screen is bound to (its tabs, when the
-    # stop is on the same page): such a widget is set through its session state instead.
-    bound = {key for key, value in stop.query if _refuses(key, value)}
-    for key, value in stop.query:
-        if key in bound:
-            st.session_state[key] = value
-    params = [(key, value) for key, value in stop.query if key not in bound]
-    st.switch_page(lesson.file, query_params=[*params, (TOUR, name), (STOP, str(number))])
-
-
-def _refuses(key: str, value: str) -> bool:
-    try:
-        st.query_params[key] = value
-    except StreamlitAPIException:
-        return True
-    return False
+    st.switch_page(lesson.file, query_params=[*stop.query, (TOUR, name), (STOP, str(number))])
 
 
 # ----- starting one, in the sidebar ------------------------------------------------------------------------
