@@ -209,8 +209,10 @@ def write_address() -> None:
     address = st.session_state.pop(_ADDRESS)
     wanted = {key: text for key, text in address.items() if text is not None}
     st.session_state[_PUBLISHED] = dict(wanted)  # keys left out are no longer in the link
-    if st.query_params.to_dict() != wanted:
-        st.query_params.from_dict(wanted)  # one message; Streamlit keeps its embedding keys
+    # Sent even when this run's copy of the address already holds it: that copy is the address the browser had
+    # when it asked for this run, and a run that ended since may have changed it. (The browser adds no history
+    # entry for an address it already shows.) One message; Streamlit keeps its embedding keys.
+    st.query_params.from_dict(wanted)
 
 
 def stop() -> NoReturn:
