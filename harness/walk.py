@@ -11,9 +11,10 @@ and acts on it with an ordinary or an odd value, switching pages and texts in be
 * a picker that names a token ("5: arrow") names the token at that position of the text in the sidebar;
 * the address reopened by someone else (a tab in a fresh browser context: a new session that remembers
   nothing) shows the same view: the same page and heading, the same text and model in use in the sidebar, the
-  same open tabs, and the same value in every picker, slider, switch and row of buttons of the lesson (`VIEW`).
-  Fields the learner types into are left out: text typed by hand that a link cannot carry stays in its field
-  (the page says why), while a link opened anew starts from the default.
+  same open tabs, the same value in every picker, slider, switch and row of buttons of the lesson (`VIEW`),
+  and the same content in the lesson's fields. A field holding text or a number typed by hand that no link may
+  carry (the page says why; the link keeps the last usable value) makes a view that cannot travel: it is not
+  compared.
 
 Everything random comes from one seed, so a failure is replayed by running the same seed again; the failure
 message lists the steps that led to it.
@@ -73,6 +74,9 @@ VIEW = """() => {
     view.push([label(radio), texts(radio.querySelectorAll('input:checked'), i => i.closest('label').innerText.trim())]);
   for (const picker of widgets('[data-testid="stMultiSelect"]'))
     view.push([label(picker), texts(picker.querySelectorAll('[data-baseweb="tag"]'), tag => tag.innerText.trim())]);
+  // What the lesson's fields hold: a link carries only what a field may hold (see `view_elsewhere`).
+  for (const field of widgets('[data-testid="stTextInput"], [data-testid="stNumberInput"]'))
+    view.push(['field ' + label(field), field.querySelector('input').value]);
   // Each thing once, in a fixed order: a redraw may leave a widget of the previous layout in the page a moment.
   return [...new Set(view.map(item => JSON.stringify(item)))].sort().map(item => JSON.parse(item));
 }"""
@@ -221,6 +225,10 @@ class Walk:
         there = self.reopener.evaluate(VIEW)
         if here == there:
             self._shown_elsewhere = (address, here)
+            return []
+        if fields(here) != fields(there):
+            # A field holds text or a number typed by hand that a link may not carry (the page says why, and the
+            # link keeps the last usable value): this view cannot travel, and another one is not a fault.
             return []
         differences = [f"{mine} ≠ {theirs}" for mine, theirs in zip(here, there, strict=False) if mine != theirs]
         if len(here) != len(there):
@@ -507,3 +515,8 @@ class Walk:
         self.page.keyboard.type(value or "0")
         self.page.keyboard.press("Enter")
         return f"type {value!r} into a toy cell (row {row}, column {column})"
+
+
+def fields(view: list) -> list:
+    """The fields of a `VIEW`: what they hold."""
+    return [item for item in view if item[0].startswith("field ")]

@@ -610,7 +610,10 @@ def text_input(
     chosen = _draw(
         key, value, (max_chars,), lambda: _where(container).text_input(label, max_chars=max_chars, key=key, **widget)
     )
-    publish_text(key, chosen)
+    if fits_and_usable(chosen):
+        publish_text(key, chosen)
+    else:
+        keep(key)
     return chosen
 
 
