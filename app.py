@@ -6,7 +6,7 @@ from pathlib import Path
 import streamlit as st
 
 from lessons.common import memory
-from lessons.common.ui import charts, frame, sidebar, theme, tour
+from lessons.common.ui import charts, frame, linked, sidebar, theme, tour
 
 memory.configure_allocator()  # before the model loads: freed tensors go back to the system (see memory.py)
 memory.exempt_late_imports()  # what an earlier run imported in bulk, out of every full collection
@@ -19,8 +19,10 @@ lesson = frame.start_navigation()
 charts.note_lesson(lesson.url_path)  # downloaded figures are named after it
 charts.prepare_page()  # the charts' SVG button and readable text
 theme.keep_across_pages()  # the learner's light or dark, on every page
+linked.start_address()  # the sidebar and the page publish their choices into it...
 sidebar.render()
 tour.show_picker()  # in the sidebar, below the text and model
 tour.show_bar(lesson.url_path or "home")  # while a tour runs: first on the page
 frame.mark_entrypoint()
 lesson.run()
+linked.write_address()  # ...and it goes to the address bar once: one history entry per view

@@ -38,6 +38,9 @@ def open_page(page: str, text: str | None = None, query: dict[str, str] | None =
     if text is not None:
         app.session_state["text"] = text
     app.run()  # the entrypoint first: it builds the navigation and the shared sidebar
+    # That run showed the welcome page, and its address kept only the welcome page's keys; a browser opens the
+    # link on the lesson itself, with all of them.
+    app.query_params.update(query or {})
     app.switch_page(page)
     return app.run()
 

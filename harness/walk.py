@@ -8,7 +8,13 @@ and acts on it with an ordinary or an odd value, switching pages and texts in be
 
 * no exception box on the page, and no traceback in the server's log;
 * every picker holds one of its own options (a picker that still shows an old text's token fails here);
-* a picker that names a token ("5: arrow") names the token at that position of the text in the sidebar.
+* a picker that names a token ("5: arrow") names the token at that position of the text in the sidebar;
+* the address reopened by someone else (a tab in a fresh browser context: a new session that remembers
+  nothing) shows the same view: the same page and heading, the same text and model in use in the sidebar, the
+  same open tabs, the same value in every picker, slider, switch and row of buttons of the lesson (`VIEW`),
+  and the same content in the lesson's fields. A field holding text or a number typed by hand that no link may
+  carry (the page says why; the link keeps the last usable value) makes a view that cannot travel: it is not
+  compared.
 
 Everything random comes from one seed, so a failure is replayed by running the same seed again; the failure
 message lists the steps that led to it.
@@ -35,6 +41,52 @@ SETTLED = """() => {
   if (app.dataset.testConnectionState !== 'CONNECTED') return false;
   return !document.querySelector('[data-stale="true"], [data-testid="stSkeleton"]');
 }"""
+
+# What defines the view on screen, read the same way from the walk's tab and from the address reopened elsewhere.
+VIEW = """() => {
+  const shown = (node) => node.getClientRects().length > 0;
+  const label = (node) => {
+    const found = node.querySelector('[data-testid="stWidgetLabel"]');
+    return found ? found.innerText.trim() : '';
+  };
+  const main = document.querySelector('[data-testid="stMain"]');
+  const sidebar = document.querySelector('[data-testid="stSidebar"]');
+  const texts = (nodes, read) => [...nodes].map(read).join(', ');
+  const widgets = (selector) => [...main.querySelectorAll(selector)]
+    .filter(node => shown(node) && !node.closest('[data-testid="stForm"]'));  // an exercise's answer is not linked
+  const view = [['page', location.pathname], ['heading', (main.querySelector('h1') || {}).innerText || '']];
+  const text = document.querySelector('textarea[aria-label="Text to study"]');
+  view.push(['text', text ? text.value : null]);
+  const model = [...(sidebar ? sidebar.querySelectorAll('[data-testid="stCaptionContainer"]') : [])]
+    .map(node => node.innerText).find(caption => caption.includes(' layers · '));
+  view.push(['model in use', model || null]);
+  for (const tab of widgets('[role="tab"][aria-selected="true"]')) view.push(['tab', tab.innerText.trim()]);
+  for (const box of widgets('[data-testid="stSelectbox"]'))
+    view.push([label(box), box.querySelector('input[role="combobox"]').value]);
+  for (const slider of widgets('[data-testid="stSlider"]'))
+    view.push([label(slider), texts(
+      slider.querySelectorAll('input[type="range"]'), thumb => thumb.getAttribute('aria-valuetext'))]);
+  for (const group of widgets('[data-testid="stButtonGroup"]'))
+    view.push([label(group), texts(group.querySelectorAll('button[aria-checked="true"]'), b => b.innerText.trim())]);
+  for (const toggle of widgets('[data-testid="stCheckbox"]'))
+    view.push([toggle.innerText.trim(), String(toggle.querySelector('input').checked)]);
+  for (const radio of widgets('[data-testid="stRadio"]'))
+    view.push([label(radio), texts(radio.querySelectorAll('input:checked'), i => i.closest('label').innerText.trim())]);
+  for (const picker of widgets('[data-testid="stMultiSelect"]'))
+    view.push([label(picker), texts(picker.querySelectorAll('[data-baseweb="tag"]'), tag => tag.innerText.trim())]);
+  // What the lesson's fields hold: a link carries only what a field may hold (see `view_elsewhere`).
+  for (const field of widgets('[data-testid="stTextInput"], [data-testid="stNumberInput"]'))
+    view.push(['field ' + label(field), field.querySelector('input').value]);
+  // Each thing once, in a fixed order: a redraw may leave a widget of the previous layout in the page a moment.
+  return [...new Set(view.map(item => JSON.stringify(item)))].sort().map(item => JSON.parse(item));
+}"""
+
+PAINTED = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.dataset.testScriptState !== 'notRunning') return false;
+  if (app.dataset.testConnectionState !== 'CONNECTED') return false;
+  return !!document.querySelector('h1') && !document.querySelector('[data-stale="true"], [data-testid="stSkeleton"]');
+}"""  # SETTLED, on a page opened anew: its lesson has drawn its heading
 
 TEXTS = [
     "time flies like an arrow",
@@ -76,11 +128,13 @@ class Walk:
     seed: int
     server_log: Path | None = None
     tokens_of: Callable[[str], list[str]] | None = None  # the embedded model's tokens of a text, [CLS] included
+    reopener: Page | None = None  # a tab in another browser context, to reopen the address in after each step
     steps: list[Step] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.random = random.Random(self.seed)
+        self._shown_elsewhere: tuple[str, list] | None = None  # the address and view last found the same there
         self._log_position = self.server_log.stat().st_size if self.server_log and self.server_log.exists() else 0
 
     # ---- the walk --------------------------------------------------------------------------------------
@@ -155,7 +209,31 @@ class Walk:
         problems += self.new_tracebacks()
         problems += self.stale_pickers()
         problems += self.pickers_off_their_options()
+        if not problems:
+            problems += self.view_elsewhere()
         return problems
+
+    def view_elsewhere(self) -> list[str]:
+        """Differences between the view here and the view of this address opened in the other context."""
+        if self.reopener is None:
+            return []
+        address, here = self.page.url, self.page.evaluate(VIEW)
+        if (address, here) == self._shown_elsewhere:  # neither the address nor the view changed: compared already
+            return []
+        self.reopener.goto(address, wait_until="domcontentloaded")
+        self.reopener.wait_for_function(PAINTED, polling=100, timeout=SETTLE_TIMEOUT_MS)
+        there = self.reopener.evaluate(VIEW)
+        if here == there:
+            self._shown_elsewhere = (address, here)
+            return []
+        if fields(here) != fields(there):
+            # A field holds text or a number typed by hand that a link may not carry (the page says why, and the
+            # link keeps the last usable value): this view cannot travel, and another one is not a fault.
+            return []
+        differences = [f"{mine} ≠ {theirs}" for mine, theirs in zip(here, there, strict=False) if mine != theirs]
+        if len(here) != len(there):
+            differences.append(f"{len(here)} things on screen here, {len(there)} there")
+        return [f"the address {address} opened anew shows another view: " + "; ".join(differences[:6])]
 
     def pickers_off_their_options(self, at_most: int = 4) -> list[str]:
         """Pickers showing a value that is not among their own options (opened to read them, then closed)."""
@@ -437,3 +515,8 @@ class Walk:
         self.page.keyboard.type(value or "0")
         self.page.keyboard.press("Enter")
         return f"type {value!r} into a toy cell (row {row}, column {column})"
+
+
+def fields(view: list) -> list:
+    """The fields of a `VIEW`: what they hold."""
+    return [item for item in view if item[0].startswith("field ")]

@@ -353,6 +353,8 @@ def exercise_head(context) -> exercises.MaskedHead:
     config = context.pretrained.config
     layer = linked.bind(links.LAYER, 0, parse=int, fits=lambda value: value in range(config.num_layers))
     head = linked.bind(links.HEAD, 0, parse=int, fits=lambda value: value in range(config.num_heads))
+    linked.publish(links.LAYER, layer)  # the exercise asks about this head: the link names it
+    linked.publish(links.HEAD, head)
     return exercises.MaskedHead(
         run.tokenized.tokens, masking.causal(head_of(run, layer, head)), f"layer {layer}, head {head}"
     )

@@ -1,6 +1,7 @@
 """A seeded random walk through every page, clicking like a person (harness/walk.py): after each step, no
-exception box, no traceback in the server's log, and every picker names one of its own options and the tokens
-of the text in the sidebar. CI walks one fixed seed; `benchmarks/random_walk.py` walks several, for longer.
+exception box, no traceback in the server's log, every picker names one of its own options and the tokens
+of the text in the sidebar, and the address opened in a fresh browser context shows the same view. CI walks
+one fixed seed; `benchmarks/random_walk.py` walks several, for longer.
 A failure prints the seed and every step, so the walk can be replayed."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from anatomy.checkpoints.pretrained import load_pretrained
-from harness.browser import ARTIFACTS
+from harness.browser import ARTIFACTS, VIEWPORT
 from harness.server import StreamlitServer
 from harness.walk import Walk
 
@@ -27,11 +28,14 @@ def tokens_of():
 
 
 @pytest.mark.slow
-def test_a_random_walk_through_every_page_finds_no_crash_no_traceback_and_no_stale_picker(page, tokens_of):
+def test_a_random_walk_through_every_page_finds_no_crash_no_stale_picker_and_no_link_to_another_view(
+    page, new_context, tokens_of
+):
     log = ARTIFACTS / "streamlit-random-walk.log"
     # A server of its own, with short training runs: the walk presses Train too.
     with StreamlitServer(log_path=log, environment={"ANATOMY_TRAINING_BUDGET_SECONDS": "2"}) as server:
-        walk = Walk(page, server.url, SEED, server_log=log, tokens_of=tokens_of)
+        reopener = new_context(viewport=VIEWPORT).new_page()  # someone else, opening the address bar's link
+        walk = Walk(page, server.url, SEED, server_log=log, tokens_of=tokens_of, reopener=reopener)
         problems = walk.run(STEPS)
         assert not problems, walk.report()
         assert len(walk.steps) == STEPS

@@ -12,7 +12,16 @@ through the same three steps:
    labels), its value is set afresh from Python, which makes the browser redraw it: Streamlit keeps a keyed
    widget's identity whatever its options, so a browser left alone would go on showing, and sending back,
    the old label.
-3. `publish` writes the value back into the link.
+3. `publish` writes the value into the address this run builds.
+
+The address bar then describes exactly the view on screen, and the browser's Back button steps through the
+views a learner chose. Streamlit's browser code pushes a new history entry for every change of the address it
+is sent (`st.query_params[key] = ...` sends one each), so a run that wrote ten keys one by one left ten entries
+behind, and the keys a run did not write (another lesson's, a closed tab's, a model that failed) stayed in the
+link. So a run collects what it publishes, and app.py writes the whole address once, at its end
+(`start_address`, `write_address`): one entry per view, holding only the keys this view used. What the learner
+chose on other pages is not lost with their keys: the session remembers every published choice, and a widget
+drawn again (on a lesson visited before, in a tab opened again) takes it back.
 
 Each lesson defines its link keys once, in its `links.py`; tests import them from there.
 """
@@ -23,7 +32,7 @@ import base64
 import hashlib
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
@@ -37,6 +46,8 @@ MAX_PLAIN_TEXT = 2000  # characters of text carried as they are; longer text is 
 MAX_LINK_TEXT_CHARACTERS = 12_000  # characters a compressed text may take in the link (a browser takes far more)
 COMPRESSED_PREFIX = "z:"  # marks a value written by `encode_text`
 _PUBLISHED = "_linked_published"  # session state: what this session last wrote into the link, per key
+_ADDRESS = "_linked_address"  # session state: the address this run builds, key -> text (None: taken out)
+_REMEMBERED = "_linked_remembered"  # session state: the last value published per key, kept across pages
 _NOTICES = "_linked_notices"  # session state: link values already reported as unusable
 _OFFERS = "_linked_offers"  # session state: a digest of what each widget offered when last drawn
 
@@ -108,17 +119,19 @@ def bind(
     whether a value can be shown now, and `requirement` says in a few words what a usable value is, for the note
     shown when a link carries one that is not. A link value must also pass `link_fits` when given (a field may
     keep a value typed by hand that no link should carry)."""
-    raw = st.query_params.get(key)
+    raw = in_link(key)
     session = st.session_state
     published = session.setdefault(_PUBLISHED, {})
     from_outside = raw is not None and raw != published.get(key)
-    # Streamlit forgets a widget's value after a run that does not draw it (a closed tab, another source); the
-    # link still holds the value this session wrote there last, so it is read back too.
-    if raw is not None and (from_outside or key not in session):
+    # Streamlit forgets a widget's value after a run that does not draw it (a closed tab, another page); the
+    # link, or else the session's memory of what it published last, gives it back.
+    remembered = raw if raw is not None else session.get(_REMEMBERED, {}).get(key)
+    if remembered is not None and (from_outside or key not in session):
         value = _from_link(
-            key, raw, parse, fits if link_fits is None else link_fits, requirement, default, report=from_outside
+            key, remembered, parse, fits if link_fits is None else link_fits, requirement, default, report=from_outside
         )
-        published[key] = raw  # read (or reported) once
+        if raw is not None:
+            published[key] = raw  # read (or reported) once
         if value is not _UNUSABLE:
             set_value(key, value)
             return value
@@ -129,30 +142,83 @@ def bind(
 
 
 def publish(key: str, value: Any, text: str | None = None) -> None:
-    """Write `value` into the link (as `text` when given), only if it changed: each change costs a message."""
+    """Put `value` into the address this run builds (as `text` when given); `write_address` sends it."""
     text = str(value) if text is None else text
-    st.session_state.setdefault(_PUBLISHED, {})[key] = text
-    if st.query_params.get(key) != text:
-        st.query_params[key] = text
+    session = st.session_state
+    session.setdefault(_PUBLISHED, {})[key] = text
+    session.setdefault(_REMEMBERED, {})[key] = text
+    session.setdefault(_ADDRESS, {})[key] = text
 
 
 def unpublish(key: str) -> None:
-    """Take `key` out of the link (a value that cannot be carried)."""
-    st.session_state.setdefault(_PUBLISHED, {}).pop(key, None)
-    st.query_params.pop(key, None)
+    """Leave `key` out of the link (a value that cannot be carried, a choice that no longer applies)."""
+    session = st.session_state
+    session.setdefault(_PUBLISHED, {}).pop(key, None)
+    session.setdefault(_REMEMBERED, {}).pop(key, None)
+    session.setdefault(_ADDRESS, {})[key] = None
+
+
+def keep(key: str) -> None:
+    """Leave in the link the value last published for `key` (the field holds one typed by hand that no link
+    may carry; the page says why)."""
+    text = st.session_state.get(_REMEMBERED, {}).get(key)
+    if text is not None:
+        publish(key, None, text)
+
+
+def in_link(key: str) -> str | None:
+    """The link's value for `key` as this run sees it: what this run published, else the address it started
+    from (None when absent)."""
+    address = st.session_state.get(_ADDRESS, {})
+    return address[key] if key in address else st.query_params.get(key)
 
 
 def is_news(key: str) -> bool:
     """Whether the link holds a value for `key` that this session did not write there itself: a pasted link,
-    or a tour's next stop."""
-    raw = st.query_params.get(key)
+    a tour's next stop, or an older view the Back button returned to."""
+    raw = in_link(key)
     return raw is not None and raw != st.session_state.get(_PUBLISHED, {}).get(key)
 
 
 def forget(key: str) -> None:
     """Forget this session's choice for `key`: its next draw takes the link's value, or else the default."""
     st.session_state.setdefault(_PUBLISHED, {}).pop(key, None)
+    st.session_state.setdefault(_REMEMBERED, {}).pop(key, None)
     st.session_state.pop(key, None)
+
+
+def forget_all_but(kept: set[str]) -> None:
+    """Forget this session's choices, on every page, except those under the keys `kept` (a tour's stop opens
+    as its link would open anew)."""
+    session = st.session_state
+    chosen = set(st.query_params) | set(session.get(_REMEMBERED, {})) | set(session.get(_ADDRESS, {}))
+    for key in chosen - kept:
+        forget(key)
+
+
+def start_address() -> None:
+    """Begin this run's address (app.py, first thing): empty until the sidebar and the page publish."""
+    st.session_state[_ADDRESS] = {}
+
+
+def write_address() -> None:
+    """Make the address bar hold exactly what this run published, in one message, so that the browser keeps
+    one history entry for this view (app.py calls it when the page has run; `stop` before ending a run)."""
+    if _ADDRESS not in st.session_state:  # no run was started here (a page file run on its own)
+        return
+    address = st.session_state.pop(_ADDRESS)
+    wanted = {key: text for key, text in address.items() if text is not None}
+    st.session_state[_PUBLISHED] = dict(wanted)  # keys left out are no longer in the link
+    # Sent even when this run's copy of the address already holds it: that copy is the address the browser had
+    # when it asked for this run, and a run that ended since may have changed it. (The browser adds no history
+    # entry for an address it already shows.) One message; Streamlit keeps its embedding keys.
+    st.query_params.from_dict(wanted)
+
+
+def stop() -> NoReturn:
+    """End this run here, as `st.stop()`, with the address of what it has shown so far."""
+    write_address()
+    st.stop()
 
 
 def set_value(key: str, value: Any) -> None:
@@ -453,6 +519,8 @@ def number_input(
     )
     if in_range_and_usable(chosen):
         publish(key, chosen, text(chosen))
+    else:
+        keep(key)
     return chosen
 
 
@@ -542,7 +610,10 @@ def text_input(
     chosen = _draw(
         key, value, (max_chars,), lambda: _where(container).text_input(label, max_chars=max_chars, key=key, **widget)
     )
-    publish_text(key, chosen)
+    if fits_and_usable(chosen):
+        publish_text(key, chosen)
+    else:
+        keep(key)
     return chosen
 
 

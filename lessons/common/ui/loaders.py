@@ -25,6 +25,7 @@ from lessons.common import hosting, memory
 from lessons.common.llm.smollm2 import ChatModel, as_pretrained, load_chat_model
 from lessons.common.runs import EncoderRun, run_encoder
 from lessons.common.safe_text import escape_markdown
+from lessons.common.ui import linked
 
 T = TypeVar("T")
 RunKey = tuple[str, str, str | None, int | None]  # reference, text, second sentence, token cap
@@ -99,7 +100,7 @@ def chat_model_or_stop() -> ChatModel:
     """SmolLM2, or a message for this visitor saying why it is not there, and the end of this run of the page."""
     if not hosting.current().language_model:
         st.info(LANGUAGE_MODEL_OFF, icon=":material/memory:")
-        st.stop()
+        linked.stop()
     try:
         return get_chat_model()
     except ModelLoadError as error:
@@ -221,7 +222,7 @@ def release_memory() -> None:
 
 def _stop_with(message: str, icon: str) -> NoReturn:
     st.error(escape_markdown(message), icon=icon)
-    st.stop()
+    linked.stop()
 
 
 def shared_model_fingerprint(shared: str | None = None) -> str:

@@ -22,6 +22,7 @@ from lessons.common.ui.loaders import device_problem, shared_model_fingerprint, 
 
 DEFAULT_TEXT = "time flies like an arrow"
 _TEXT, _MODEL = "text", "model"  # link keys: the sidebar's widgets are drawn on every run, so they keep their values
+FINGERPRINT = "fingerprint"  # link key: show the weights' digest (when the server allows it)
 
 
 @dataclass(frozen=True)
@@ -75,12 +76,12 @@ def render() -> StudyContext:
             f"This text ({len(context.text):,} characters) is too long to travel in a link: a link copied now "
             "opens with the text in the sidebar then. Everything else about this view is in the link.",
         )
-    if reference:
+    if reference:  # the model in use; none (the embedded one) when the field is empty or its model failed
         linked.publish(_MODEL, reference)
     st.session_state["_context"] = context
     if refusal:  # no page runs on refused text; the page says why, the sidebar keeps the text
         st.error(escape_markdown(refusal), icon=":material/content_cut:")
-        st.stop()
+        linked.stop()
     return context
 
 
@@ -121,7 +122,7 @@ def _choose_allowed_model(settings: HostingSettings) -> None:
     options = list(settings.offered_models)
     wanted = hosting.normalise_reference(st.session_state[_MODEL])
     if wanted not in options:
-        st.query_params.pop(_MODEL, None)
+        linked.unpublish(_MODEL)
         st.warning(
             "The link named a model this demo does not offer, so it uses the embedded model.",
             icon=":material/link_off:",
@@ -166,8 +167,9 @@ def _describe(pretrained: PretrainedModel) -> None:
         f"{escape_markdown(pretrained.name.split('/')[-1])} · {config.num_layers} layers · {config.num_heads} heads · "
         f"width {config.width}"
     )
-    asked = st.query_params.get("fingerprint")
+    asked = linked.in_link(FINGERPRINT)
     if hosting.fingerprint_enabled() and asked:
+        linked.publish(FINGERPRINT, asked)
         # ?fingerprint=1: the embedded model; ?fingerprint=sorter (or another model trained here, or SmolLM2): that one
         try:
             st.caption(f"weights sha256 {shared_model_fingerprint(asked)}")

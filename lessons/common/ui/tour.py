@@ -16,7 +16,6 @@ import os
 from pathlib import Path
 
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
 
 from lessons.common import hosting, tours
 from lessons.common.safe_text import escape_markdown, visible
@@ -100,12 +99,12 @@ def show_bar(page: str) -> None:
     )
     # A stop number the tour lacks was just reported, above the bar: opening stop 1's view would start another
     # page and take the report with it, so the page the link named stays, and the bar starts at stop 1.
-    refused = st.query_params.get(STOP) not in (None, str(number))
+    refused = linked.in_link(STOP) not in (None, str(number))
     going_to = st.session_state.pop(_GO_TO, None)
     if going_to is not None:
         open_stop(name, tour, going_to)
     stop = tour.stops[number - 1]
-    if pasted and not refused and (stop.page != page or any(key not in st.query_params for key, _ in stop.parameters)):
+    if pasted and not refused and (stop.page != page or any(linked.in_link(key) is None for key, _ in stop.parameters)):
         open_stop(name, tour, number)  # a link that names only the tour and the stop opens the stop's own view
     linked.publish(TOUR, name)
     linked.publish(STOP, number)
@@ -158,16 +157,9 @@ def open_stop(name: str, tour: Tour, number: int) -> None:
     # The stop shows what its link says and defaults for the rest, as the link opened anew would: the view's
     # other choices are forgotten (the text, the model and presentation style stay the session's own, unless
     # the stop has a sentence of its own).
-    for key in set(st.query_params) - {key for key, _ in stop.parameters} - {*KEPT_ACROSS_STOPS, TOUR, STOP}:
-        linked.forget(key)
+    linked.forget_all_but({key for key, _ in stop.parameters} | {*KEPT_ACROSS_STOPS, TOUR, STOP})
     lesson = next(lesson for lesson in frame.LESSONS if lesson.name == stop.page)
-    # Streamlit refuses to write a link key that a widget of the page on screen is bound to (its tabs, when the
-    # stop is on the same page): such a widget is set through its session state instead.
-    bound = {key for key, value in stop.query if _refuses(key, value)}
-    for key, value in stop.query:
-        if key in bound:
-            st.session_state[key] = value
-    params = [(key, value) for key, value in stop.query if key not in bound]
+    params = list(stop.query)
     if stop.text:  # before the lesson's pickers read it: token positions in the link count in this text
         params.append((tours.TEXT_KEY, _in_link(stop.text)))
     st.switch_page(lesson.file, query_params=[*params, (TOUR, name), (STOP, str(number))])
@@ -177,14 +169,6 @@ def _in_link(text: str) -> str:
     encoded = linked.encode_text(text)
     assert encoded is not None, "a stop's text is short enough to fit in a link (tours.MAX_TEXT_CHARACTERS)"
     return encoded
-
-
-def _refuses(key: str, value: str) -> bool:
-    try:
-        st.query_params[key] = value
-    except StreamlitAPIException:
-        return True
-    return False
 
 
 # ----- starting one, in the sidebar ------------------------------------------------------------------------

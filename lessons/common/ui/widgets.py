@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lessons.common.safe_text import code_fence
-from lessons.common.ui import charts
+from lessons.common.ui import charts, linked
 
 
 def shown_unchanged_by_st_text(text: str) -> bool:
@@ -66,14 +66,24 @@ def expander_if_open(label: str, key: str, expanded: bool = False, icon: str | N
 def show_open_tab(
     sections: dict[str, Callable[..., None]], key: str, *arguments, renamed: dict[str, str] | None = None
 ) -> None:
-    """Tabs named after `sections`, bound to the URL under `key` (a link names the open one), where only the
+    """Tabs named after `sections`, bound to the link under `key` (a link names the open one), where only the
     open tab runs: `sections[its name](*arguments)`. A chart in a hidden tab would still be sent and drawn
     before the page counts as painted, and a rerun on a long text would compute every tab. `renamed` maps the
-    old name of a renamed tab to its new one, so that links made before the rename open the same tab."""
-    old_name = st.query_params.get(key)
-    if renamed and old_name in renamed:
-        st.session_state[key] = renamed[old_name]  # a tab bound to the link is set through session state
-    for tab, show in zip(st.tabs(list(sections), key=key, bind="query-params"), sections.values(), strict=True):
+    old name of a renamed tab to its new one, so that links made before the rename open the same tab.
+
+    The tabs go through `linked` like every other choice, not through Streamlit's own `bind="query-params"`:
+    a bound key cannot be written with the rest of the address in one message (see `linked`)."""
+    names = list(sections)
+    opened = linked.bind(
+        key,
+        names[0],
+        parse=lambda raw: (renamed or {}).get(raw, raw),
+        fits=lambda name: name in names,
+        requirement="not one of the tabs here",
+    )
+    tabs = st.tabs(names, key=key, on_change="rerun")
+    linked.publish(key, st.session_state.get(key, opened))
+    for tab, show in zip(tabs, sections.values(), strict=True):
         if tab.open:
             with tab:
                 show(*arguments)
