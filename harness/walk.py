@@ -224,20 +224,20 @@ class Walk:
         may not have started when the walk found the page settled (the switch already flipped, the link not yet)."""
         if self.reopener is None:
             return []
-        problems = self.compare_elsewhere()
+        problems = self.compare_elsewhere(self.reopener)
         if problems:
             time.sleep(1)
             self.settle()
-            problems = self.compare_elsewhere()
+            problems = self.compare_elsewhere(self.reopener)
         return problems
 
-    def compare_elsewhere(self) -> list[str]:
+    def compare_elsewhere(self, reopener: Page) -> list[str]:
         address, here = self.page.url, self.page.evaluate(VIEW)
         if (address, here) == self._shown_elsewhere:  # neither the address nor the view changed: compared already
             return []
-        self.reopener.goto(address, wait_until="domcontentloaded")
-        self.reopener.wait_for_function(PAINTED, polling=100, timeout=SETTLE_TIMEOUT_MS)
-        there = self.reopener.evaluate(VIEW)
+        reopener.goto(address, wait_until="domcontentloaded")
+        reopener.wait_for_function(PAINTED, polling=100, timeout=SETTLE_TIMEOUT_MS)
+        there = reopener.evaluate(VIEW)
         if here == there:
             self._shown_elsewhere = (address, here)
             return []
