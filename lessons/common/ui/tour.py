@@ -104,8 +104,16 @@ def show_bar(page: str) -> None:
     if going_to is not None:
         open_stop(name, tour, going_to)
     stop = tour.stops[number - 1]
-    if pasted and not refused and (stop.page != page or any(linked.in_link(key) is None for key, _ in stop.parameters)):
-        open_stop(name, tour, number)  # a link that names only the tour and the stop opens the stop's own view
+    # A link that names only the tour and the stop (the welcome page's address) opens the stop's own view; a
+    # lesson's address with a tour's stop shows that lesson, as it was on screen when the link was copied. A stop
+    # number the link could not use leaves the page the link named in place, with the report above the bar.
+    if (
+        pasted
+        and not refused
+        and (page == "home" or stop.page == page)
+        and any(linked.in_link(key) is None for key, _ in stop.parameters)
+    ):
+        open_stop(name, tour, number)
     linked.publish(TOUR, name)
     linked.publish(STOP, number)
     with st.container(border=True, key="tour_bar"):
