@@ -149,7 +149,7 @@ def main() -> None:
         subprocess.run(["git", "worktree", "add", "--detach", str(worktree), arguments.base], cwd=ROOT, check=True)
         try:
             base_server = Server(ARTIFACTS / "server-cpu-base.log", ENVIRONMENT)
-            base_server.script = worktree / "app.py"  # Streamlit puts the script's folder first on sys.path
+            base_server.script = worktree / "app.py"  # Streamlit puts the script's folder first on the import path
             with base_server as base, Server(ARTIFACTS / "server-cpu-tree.log", ENVIRONMENT) as tree:
                 servers = {"base": base, "tree": tree}
                 for round_number in range(arguments.rounds):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from anatomy.checkpoints.pretrained import load_pretrained
-from harness.browser import ARTIFACTS, VIEWPORT
+from harness.browser import ARTIFACTS
 from harness.server import StreamlitServer
 from harness.walk import Walk
 
@@ -34,7 +34,7 @@ def test_a_random_walk_through_every_page_finds_no_crash_no_stale_picker_and_no_
     log = ARTIFACTS / "streamlit-random-walk.log"
     # A server of its own, with short training runs: the walk presses Train too.
     with StreamlitServer(log_path=log, environment={"ANATOMY_TRAINING_BUDGET_SECONDS": "2"}) as server:
-        reopener = new_context(viewport=VIEWPORT).new_page()  # someone else, opening the address bar's link
+        reopener = new_context().new_page()  # someone else, opening the address bar's link
         walk = Walk(page, server.url, SEED, server_log=log, tokens_of=tokens_of, reopener=reopener)
         problems = walk.run(STEPS)
         assert not problems, walk.report()

@@ -33,10 +33,12 @@ def decoded(value):
 
 
 def figure_titled(app, title_start: str) -> dict:
-    """The figure whose title starts with `title_start`, its trace arrays decoded."""
+    """The figure whose title, read as a learner reads it (its subtitle lines after its first), starts with
+    `title_start`, its trace arrays decoded."""
     for figure in plotly_figures(app):
-        title = ((figure["layout"].get("title") or {}).get("text")) or ""
-        if title.startswith(title_start):
+        title = figure["layout"].get("title") or {}
+        lines = [title.get("text") or "", (title.get("subtitle") or {}).get("text") or ""]
+        if " ".join(line for line in lines if line).startswith(title_start):
             figure["data"] = [{key: decoded(value) for key, value in trace.items()} for trace in figure["data"]]
             return figure
     raise AssertionError(f"no figure titled {title_start!r}")
@@ -244,7 +246,7 @@ def test_the_main_path_and_the_untrained_demonstration_are_computed_not_asserted
         atol=5e-4,
     )
 
-    growth = figure_titled(app, "mean ‖h‖ on the main path, untrained")
+    growth = figure_titled(app, "mean ‖h‖ on the main path untrained")
     by_name = {trace["name"]: trace["y"] for trace in growth["data"]}
     embeddings = traced.output.trace.embeddings.output
     pre = stack_analysis.main_path_growth(embeddings, served.config, "pre").norms.mean(dim=1).cpu().numpy()
