@@ -32,7 +32,7 @@ from email.message import Message
 from pathlib import Path
 
 from harness.client import REPLICA_HEADER, cookie_header, remember_cookies
-from harness.load import websocket_warm_up
+from harness.load import run_coroutine, websocket_warm_up
 from harness.server import StreamlitServer, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -214,7 +214,7 @@ class Hall:
             async def warm_all() -> None:
                 await asyncio.gather(*(websocket_warm_up(replica.url) for replica in replicas))
 
-            asyncio.run(warm_all())
+            run_coroutine(warm_all())
 
     def _write_nginx_config(self) -> Path:
         config_path = self.prefix / "nginx.conf"

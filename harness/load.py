@@ -41,7 +41,10 @@ import re
 import statistics
 import threading
 import time
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
 from harness.room import (
@@ -331,6 +334,21 @@ async def drive(server: Server, client: str, sessions: int, duration: float, tra
     return {**outcome, "warm_seconds": warm_seconds}
 
 
+T = TypeVar("T")
+
+
+def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run`, wherever it is called from. Where this thread already runs an event loop (pytest-playwright's
+    sync API keeps one running in the main thread once a browser test has run in the session), `asyncio.run`
+    refuses, so the coroutine runs in a fresh loop on a thread of its own and this thread waits for its result."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="run-coroutine") as executor:
+        return executor.submit(asyncio.run, coroutine).result()
+
+
 def run_load_test(
     sessions: int = 40,
     duration: float = 90.0,
@@ -344,7 +362,7 @@ def run_load_test(
     trainers = (sessions // 5 if trainers is None else trainers) if client == "websocket" else 0
     budget = {"ANATOMY_TRAINING_BUDGET_SECONDS": str(TRAINING_BUDGET_SECONDS)}
     with Server(log_path, budget) as server:
-        outcome = asyncio.run(drive(server, client, sessions, duration, trainers))
+        outcome = run_coroutine(drive(server, client, sessions, duration, trainers))
         samples = list(server.rss_samples)
     outcome["reference"] = reference_fingerprint()
     if "trained_before" in outcome:

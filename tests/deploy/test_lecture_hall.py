@@ -26,7 +26,7 @@ import pytest
 from harness.client import Tab
 from harness.hall import Hall, is_running, visit
 from harness.lecture import fingerprints, hold_class, summarise_class
-from harness.load import websocket_student
+from harness.load import run_coroutine, websocket_student
 from harness.room import VIEW_TIMEOUT_SECONDS, Tally
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,7 +61,7 @@ def test_students_behind_one_address_are_spread_over_the_replicas_and_each_stays
             await tab.close()
         return [replicas for replicas, _ in students]
 
-    replicas_seen = asyncio.run(class_arrives())
+    replicas_seen = run_coroutine(class_arrives())
     for replicas in replicas_seen:
         assert len(set(replicas)) == 1 and replicas[0] in hall.names, replicas  # page, bundle, health, websocket
     assert {replicas[0] for replicas in replicas_seen} == set(hall.names), replicas_seen
@@ -107,7 +107,7 @@ def test_a_students_text_survives_page_switches_as_in_a_browser(hall):
         await tab.close()
         return held
 
-    assert asyncio.run(switch_pages()) == ["the red penguin", "the red penguin", "the blue owl"]
+    assert run_coroutine(switch_pages()) == ["the red penguin", "the red penguin", "the blue owl"]
 
 
 def test_a_class_through_the_proxy_sees_only_its_own_work_each_student_on_one_replica(hall):
@@ -115,8 +115,8 @@ def test_a_class_through_the_proxy_sees_only_its_own_work_each_student_on_one_re
     link, moves between lessons, types its own sentence and answers an exercise, and checks every view is its
     own. Nothing fails, both replicas teach, nobody changes replica, and no replica's weights change."""
     replica_urls = {name: replica.url for name, replica in zip(hall.names, hall.replicas)}
-    before = asyncio.run(fingerprints(replica_urls, ("1",)))
-    outcome = asyncio.run(hold_class(hall.url, 4, CLASS_SECONDS, set(), "test", pauses=(0.5, 1.5)))
+    before = run_coroutine(fingerprints(replica_urls, ("1",)))
+    outcome = run_coroutine(hold_class(hall.url, 4, CLASS_SECONDS, set(), "test", pauses=(0.5, 1.5)))
     figures = summarise_class(outcome)
 
     assert figures["errors"] == 0, figures["error_samples"]
@@ -124,7 +124,7 @@ def test_a_class_through_the_proxy_sees_only_its_own_work_each_student_on_one_re
     assert set(figures["students_by_replica"]) == set(hall.names), figures["students_by_replica"]
     for student in outcome["students"]:
         assert len({view.replica for view in outcome["tally"].views if view.session == student.session}) == 1
-    assert asyncio.run(fingerprints(replica_urls, ("1",))) == before
+    assert run_coroutine(fingerprints(replica_urls, ("1",))) == before
 
 
 async def the_class_while_one_replica_is_killed(hall: Hall) -> dict:
@@ -176,7 +176,7 @@ async def the_class_while_one_replica_is_killed(hall: Hall) -> dict:
 
 
 def test_a_replica_killed_mid_class_fails_its_own_students_who_reconnect_to_a_live_one(hall):
-    outcome = asyncio.run(the_class_while_one_replica_is_killed(hall))
+    outcome = run_coroutine(the_class_while_one_replica_is_killed(hall))
     tally: Tally = outcome["tally"]
     killed, survivor = outcome["killed"], next(name for name in hall.names if name != outcome["killed"])
     before = [view for view in tally.views if view.started < outcome["killed_at"]]
