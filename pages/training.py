@@ -9,8 +9,8 @@ import streamlit as st
 
 from anatomy.training import loop
 from anatomy.training.recipes import RECIPES
-from lessons.common.ui import check_yourself, frame, sidebar, widgets
-from lessons.training import exercises, live, text, ui
+from lessons.common.ui import check_yourself, frame, linked, sidebar, widgets
+from lessons.training import exercises, links, live, text, ui
 
 sidebar.current()  # first: a deep link on a fresh server goes through app.py (this lesson reads no sidebar text)
 st.title("Train it yourself")
@@ -19,12 +19,15 @@ st.markdown(text.INTRO)
 choice = ui.choose_settings()
 budget, device = ui.show_where_it_runs()
 # While an exercise waits for an answer, training and its outcome are held back: the loss curve would give it away.
+result = None
 if not check_yourself.offer(exercises.OFFERS, RECIPES[choice.model], choice.seed):
     result = ui.train_when_asked(choice, budget, device)  # this browser tab's own run, from its session state
     if result is None:
         ui.show_unfinished_or_invite()  # what became of a run left before it was done, or "Press Train"
     else:
         ui.show_outcome(result)
+if result is None:  # the example word's field comes with a run's outcome; until then the link keeps the word
+    linked.carry(links.WORD)
 
 widgets.show_source(
     loop.train,

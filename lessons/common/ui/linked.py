@@ -166,6 +166,18 @@ def keep(key: str) -> None:
         publish(key, None, text)
 
 
+def carry(key: str) -> None:
+    """Leave in the link the value it holds for `key` while this view does not draw that widget (a field the
+    page shows only later, such as the example word under a training run's outcome): the link's value, else
+    the one this session published last. Without it the address of such a view would drop the key, and a
+    pasted link's value would be gone by the time the field is drawn."""
+    text = in_link(key)
+    if text is None:
+        text = st.session_state.get(_REMEMBERED, {}).get(key)
+    if text is not None:
+        publish(key, None, text)
+
+
 def in_link(key: str) -> str | None:
     """The link's value for `key` as this run sees it: what this run published, else the address it started
     from (None when absent)."""
