@@ -343,7 +343,10 @@ class Walk:
         except Exception:
             return []
         options = self.page.locator('[role="listbox"] [role="option"]')
-        return [options.nth(index).inner_text().strip() for index in range(options.count())]
+        try:
+            return [options.nth(index).inner_text(timeout=1500).strip() for index in range(options.count())]
+        except PlaywrightTimeoutError:  # the list closed while it was read (a run redrew its picker): none read
+            return []
 
     # ---- the actions -------------------------------------------------------------------------------------
 
@@ -389,7 +392,10 @@ class Walk:
             self.page.keyboard.press("Escape")
             return f"open the picker {label!r} (no options)"
         index = self.random.randrange(len(labels))
-        options.nth(index).click()
+        try:
+            options.nth(index).click(timeout=1500)
+        except PlaywrightTimeoutError:  # the list closed under the click (a run redrew its picker): nothing chosen
+            return f"open the picker {label!r} (it closed before a choice)"
         return f"choose {labels[index]!r} in {label!r}"
 
     def click_segment(self) -> str | None:
