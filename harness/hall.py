@@ -255,7 +255,25 @@ class Hall:
                 self.replicas[index] = successor
                 self._write_nginx_config()
                 self.started_nginx.send_signal(signal.SIGHUP)  # a reload: open connections stay as they are
+                self._wait_until_routed(name, successor.port)
                 self.restarts.append(name)
+
+    def _wait_until_routed(self, name: str, port: int, timeout: float = 60) -> None:
+        """A reload is asynchronous: nginx's master reads the configuration again and starts new workers while
+        the old ones finish. The restart counts once a browser whose cookie names the replica reaches the new
+        process (nginx's log names the port that answered)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not self._stopping.is_set():
+            try:
+                answer = visit(f"{self.url}/_stcore/health", {COOKIE: name}, timeout=5)
+                if answer.status == 200 and answer.replica == name:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        log.error(
+            "nginx still sends %s's students elsewhere %.0f s after the reload (new port %d)", name, timeout, port
+        )
 
     @property
     def started_nginx(self) -> subprocess.Popen:
