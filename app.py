@@ -6,7 +6,7 @@ from pathlib import Path
 import streamlit as st
 
 from lessons.common import memory
-from lessons.common.ui import charts, frame, linked, sidebar, theme, tour
+from lessons.common.ui import charts, frame, history, linked, sidebar, theme, tour
 
 memory.configure_allocator()  # before the model loads: freed tensors go back to the system (see memory.py)
 memory.exempt_late_imports()  # what an earlier run imported in bulk, out of every full collection
@@ -17,8 +17,12 @@ st.set_page_config(page_title="Transformer Anatomy", page_icon=str(ICON), layout
 
 lesson = frame.start_navigation()
 charts.note_lesson(lesson.url_path)  # downloaded figures are named after it
-charts.prepare_page()  # the charts' SVG button and readable text
-theme.keep_across_pages()  # the learner's light or dark, on every page
+charts.prepare_page()  # chart text readable in both themes, the toolbar above each chart
+frame.add_browser_scripts(
+    charts.SVG_BUTTON_SCRIPT,  # the SVG button in every chart's toolbar
+    theme.SCRIPT,  # the learner's light or dark, on every page
+    history.SCRIPT,  # one entry in the browser's history per action of the learner, a page change included
+)
 linked.start_address()  # the sidebar and the page publish their choices into it...
 sidebar.render()
 tour.show_picker()  # in the sidebar, below the text and model

@@ -211,7 +211,7 @@ LITERAL_TEXT_RULES = (
 
 
 def prepare_page() -> None:
-    """Once per run (app.py): the SVG button in every chart's toolbar, the toolbar above the chart, chart text
-    readable in both themes, formulas that fit a phone, and literal text in a box."""
+    """Once per run (app.py): the toolbar above the chart, chart text readable in both themes, formulas that fit
+    a phone, and literal text in a box. (The SVG button's script, SVG_BUTTON_SCRIPT, goes with the page's other
+    scripts: frame.add_browser_scripts.)"""
     st.html(f"<style>{CHART_TEXT_RULES}{TOOLBAR_RULES}{FORMULA_RULES}{LITERAL_TEXT_RULES}</style>")
-    st.html(SVG_BUTTON_SCRIPT, unsafe_allow_javascript=True, width="content")

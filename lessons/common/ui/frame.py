@@ -139,6 +139,12 @@ def start_navigation():
     return st.navigation(navigation_pages())
 
 
+def add_browser_scripts(*scripts: str) -> None:
+    """Once per run (app.py): the app's own scripts for the browser, in one element. Each takes a line of the
+    page's layout (an element and the gap after it), however little it shows, so they share one."""
+    st.html("".join(scripts), unsafe_allow_javascript=True, width="content")
+
+
 def mark_entrypoint() -> None:
     """Called by app.py just before it runs the page: this run started at the entrypoint."""
     st.session_state[_ENTRYPOINT_RAN] = True

@@ -48,6 +48,7 @@ COMPRESSED_PREFIX = "z:"  # marks a value written by `encode_text`
 _PUBLISHED = "_linked_published"  # session state: what this session last wrote into the link, per key
 _ADDRESS = "_linked_address"  # session state: the address this run builds, key -> text (None: taken out)
 _REMEMBERED = "_linked_remembered"  # session state: the last value published per key, kept across pages
+_CARRIED = "_linked_carried"  # session state: the keys this run keeps in the address without drawing them
 _NOTICES = "_linked_notices"  # session state: link values already reported as unusable
 _OFFERS = "_linked_offers"  # session state: a digest of what each widget offered when last drawn
 
@@ -170,12 +171,16 @@ def carry(key: str) -> None:
     """Leave in the link the value it holds for `key` while this view does not draw that widget (a field the
     page shows only later, such as the example word under a training run's outcome): the link's value, else
     the one this session published last. Without it the address of such a view would drop the key, and a
-    pasted link's value would be gone by the time the field is drawn."""
+    pasted link's value would be gone by the time the field is drawn.
+
+    Carried is not published: the value goes on being news to `bind` (a pasted word too long for its field is
+    reported once the field is drawn), unless this session published it itself before."""
     text = in_link(key)
     if text is None:
         text = st.session_state.get(_REMEMBERED, {}).get(key)
     if text is not None:
-        publish(key, None, text)
+        st.session_state.setdefault(_ADDRESS, {})[key] = text
+        st.session_state.setdefault(_CARRIED, set()).add(key)
 
 
 def in_link(key: str) -> str | None:
@@ -211,6 +216,7 @@ def forget_all_but(kept: set[str]) -> None:
 def start_address() -> None:
     """Begin this run's address (app.py, first thing): empty until the sidebar and the page publish."""
     st.session_state[_ADDRESS] = {}
+    st.session_state.pop(_CARRIED, None)
 
 
 def write_address() -> None:
@@ -219,8 +225,13 @@ def write_address() -> None:
     if _ADDRESS not in st.session_state:  # no run was started here (a page file run on its own)
         return
     address = st.session_state.pop(_ADDRESS)
+    carried = st.session_state.pop(_CARRIED, set())
     wanted = {key: text for key, text in address.items() if text is not None}
-    st.session_state[_PUBLISHED] = dict(wanted)  # keys left out are no longer in the link
+    published = st.session_state.get(_PUBLISHED, {})
+    # Keys left out are no longer in the link; a carried key counts as published only if it was before.
+    st.session_state[_PUBLISHED] = {
+        key: text for key, text in wanted.items() if key not in carried or published.get(key) == text
+    }
     # Sent even when this run's copy of the address already holds it: that copy is the address the browser had
     # when it asked for this run, and a run that ended since may have changed it. (The browser adds no history
     # entry for an address it already shows.) One message; Streamlit keeps its embedding keys.

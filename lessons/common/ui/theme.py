@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 
-import streamlit as st
-
 from lessons.common.ui import frame
 
 # Streamlit names the key after the page's address when its code loads, and writes it when the learner chooses;
@@ -49,8 +47,3 @@ def page_paths() -> list[str]:
 
 
 SCRIPT = _SCRIPT_TEMPLATE.replace("PAGES", json.dumps(page_paths()))
-
-
-def keep_across_pages() -> None:
-    """Once per run (app.py): the script that keeps the learner's theme on every page."""
-    st.html(SCRIPT, unsafe_allow_javascript=True, width="content")

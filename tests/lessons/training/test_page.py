@@ -154,6 +154,14 @@ def test_a_right_answer_to_the_example_word_is_marked_right(not_hosted):
 
 
 @pytest.mark.slow
+def test_a_linked_word_too_long_for_the_field_is_reported_once_the_field_appears_after_a_run(not_hosted):
+    # Before a run the page has no word field; the link keeps the word till then, still to be judged.
+    app = train({links.STEPS: "20", links.WORD: "extraordinary"})
+    warnings = [item.value for item in app.warning]
+    assert any("value “extraordinary” cannot be used here" in warning for warning in warnings), warnings
+    assert app.text_input(key=links.WORD).value == "banana"
+
+
 def test_a_word_the_model_cannot_read_gets_a_reason_shown_literally_and_no_crash(not_hosted):
     app = train({links.STEPS: "20", links.WORD: "<b>x"})
     (problem,) = [item.value for item in app.warning]
