@@ -199,7 +199,7 @@ class Student:
     def record(self, run, lesson: Lesson, how: str, start: float, problems: list[str] | None = None) -> None:
         served_by = self.tab.replica or "direct"
         problems = list(problems or [])
-        if self.replica is not None and served_by != self.replica:
+        if self.replica is not None and served_by != self.replica and self.replica not in self.tally.killed:
             problems.append(f"moved from {self.replica} to {served_by} while {self.replica} lived")
         if self.replica is None:
             self.note(f"served by {served_by}")
@@ -311,6 +311,7 @@ async def hold_class(
     async def killer(kill: Callable[[], tuple[str, int]]) -> None:
         await asyncio.sleep(kill_at or 0)
         name, pid = kill()
+        tally.killed.add(name)  # before any student can see it gone
         killed.update(replica=name, pid=pid, at_s=round(time.monotonic() - began, 1))
 
     killing = asyncio.create_task(killer(kill)) if kill is not None else None

@@ -96,6 +96,7 @@ class Tally:
     errors: list[str] = field(default_factory=list)
     off_loopback: list[str] = field(default_factory=list)
     trainings: list[tuple[int, str, bool]] = field(default_factory=list)  # (session, outcome, waited first)
+    killed: set[str] = field(default_factory=set)  # replicas killed during the class: their students move on
 
 
 def student_text(session: int, round_number: int) -> str:
