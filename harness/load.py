@@ -196,7 +196,9 @@ def record_run(
     problems = [f"exception: {message[:160]}" for message in run.exceptions]
     problems += [f"error message: {message[:160]}" for message in run.errors if not message.startswith(LESSON_ERRORS)]
     own_text = student_text(session, round_number) if text is None else text
-    problems += view_problems(session, round_number, own_text, holds, words)
+    # An exercise left open on a lesson stays open when the learner comes back to it, and a new text asks it
+    # anew: the page then shows the question, not the figures, until the student answers (its `form`).
+    problems += view_problems(session, round_number, own_text, holds, words, figures_held_back=run.form() is not None)
     if lesson.answer is not None:
         problems += word_problems(session, lesson.answer, words_of(run.messages()))
     problems += more_problems or []

@@ -111,13 +111,22 @@ def student_word(session: int) -> str:
     return MARKERS[session % len(MARKERS)]
 
 
-def view_problems(session: int, round_number: int, text: str, box: str, words: set[str] | None) -> list[str]:
+def view_problems(
+    session: int,
+    round_number: int,
+    text: str,
+    box: str,
+    words: set[str] | None,
+    figures_held_back: bool = False,
+) -> list[str]:
     """What is wrong with a view: `box` is the sidebar's text, `words` the words of the figures' labels
-    (None for a lesson whose figures are not labelled with tokens)."""
+    (None for a lesson whose figures are not labelled with tokens). `figures_held_back`: an exercise on the
+    page waits for an answer, and the lesson holds its figures back until then (check yourself), so none of
+    the student's tokens are due; no one else's may show either."""
     problems = [] if box == text else [f"sidebar holds {box[:60]!r}, not its own text"]
     if words is not None:
         own, colour = MARKERS[session % len(MARKERS)], ROUNDS[round_number % len(ROUNDS)]
-        if own not in words or colour not in words:
+        if not figures_held_back and (own not in words or colour not in words):
             problems.append(f"its figures lack its own tokens {own!r}/{colour!r}")
         strangers = (words & set(MARKERS)) - {own}
         if strangers:
