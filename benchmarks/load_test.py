@@ -4,6 +4,7 @@ what counts as an error), or, with --hall, a class through the lecture hall's ng
     python benchmarks/load_test.py                                   # 40 websocket students (8 train) for 90 s
     python benchmarks/load_test.py --client browser --sessions 8 --duration 60 --json results.json
     python benchmarks/load_test.py --hall --sessions 40 200 --duration 90 --kill-one-at 45 --json hall.json
+    python benchmarks/load_test.py --hall --sessions 40 --duration 60 --pauses 0 0    # what the servers can give
 
 --hall starts two halls (harness/hall.py) side by side, one of one replica and one of two, and for each class
 size runs, one after the other: the one replica directly (no proxy: the reference), the same replica through
@@ -103,12 +104,19 @@ def measure(hall: Hall, configuration: str, through_nginx: bool, sessions: int, 
     return figures
 
 
-def run_hall_comparison(sizes: list[int], duration: float, writers: float, kill_one_at: float | None, folder: Path):
+def run_hall_comparison(
+    sizes: list[int],
+    duration: float,
+    writers: float,
+    kill_one_at: float | None,
+    folder: Path,
+    pauses: tuple[float, float] = PAUSES,
+):
     environment = {FINGERPRINT_VARIABLE: "1", LANGUAGE_MODEL_VARIABLE: "1" if writers else "0"}
     settings: dict[str, Any] = {
         "duration": duration,
         "writers": writers,
-        "pauses": PAUSES,
+        "pauses": pauses,
         "runs": [],
         "reference": reference_fingerprint(),
     }
@@ -176,13 +184,27 @@ def main() -> int:
     parser.add_argument("--hall", action="store_true", help="classes through the lecture hall's nginx")
     parser.add_argument("--writers", type=float, default=0.2, help="--hall: share of students who write with SmolLM2")
     parser.add_argument("--kill-one-at", type=float, help="--hall: one more class, replica-0 killed at this second")
+    parser.add_argument(
+        "--pauses",
+        type=float,
+        nargs=2,
+        default=PAUSES,
+        metavar=("LOW", "HIGH"),
+        help="--hall: seconds a student pauses between views, drawn between LOW and HIGH (0 0: a class that "
+        "never pauses, to measure what the servers can give rather than what a class asks)",
+    )
     parser.add_argument("--folder", type=Path, help="--hall: the halls' logs (default: a new temporary folder)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     arguments = parser.parse_args()
     if arguments.hall:
         folder = arguments.folder or Path(tempfile.mkdtemp(prefix="anatomy-class-"))
         figures = run_hall_comparison(
-            arguments.sessions, arguments.duration, arguments.writers, arguments.kill_one_at, folder
+            arguments.sessions,
+            arguments.duration,
+            arguments.writers,
+            arguments.kill_one_at,
+            folder,
+            tuple(arguments.pauses),
         )
         print(json.dumps(figures, indent=2))
         if arguments.json:
