@@ -33,7 +33,7 @@ from pathlib import Path
 
 from harness.client import REPLICA_HEADER, cookie_header, remember_cookies
 from harness.load import run_coroutine, websocket_warm_up
-from harness.server import StreamlitServer, free_port
+from harness.server import StreamlitServer, ends_with_its_parent, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 NGINX = Path(shutil.which("nginx") or "/usr/sbin/nginx")  # Debian: apt-get install nginx
@@ -198,6 +198,7 @@ class Hall:
                 stdout=nginx_log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=ends_with_its_parent(os.getpid()),  # a hall killed outright leaves no nginx behind
             )
         self._wait_for_nginx()
         self._watcher.start()
@@ -245,6 +246,7 @@ class Hall:
                     continue
                 name = replica_name(index)
                 log.warning("%s exited with %s; starting it again", name, replica.started_process.returncode)
+                # Started from this thread, which lives as long as the hall: Linux ends the successor with it.
                 successor = self._replica(index, free_port()).start()
                 try:
                     self._make_ready([successor])
@@ -316,11 +318,17 @@ class Hall:
 
 
 def is_running(pid: int) -> bool:
+    """Whether `pid` is a live process: an ended one that no parent has reaped yet (a zombie, as an orphan is
+    where PID 1 does not reap) is not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc (not Linux): the signal test is all there is
+    return state not in ("Z", "X")
 
 
 if __name__ == "__main__":  # `python -m harness.hall > deploy/nginx/compose.conf`

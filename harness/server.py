@@ -6,14 +6,17 @@ Shared by the browser tests (tests/browser/conftest.py) and the browser benchmar
 
 from __future__ import annotations
 
+import ctypes
 import http.server
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,6 +42,22 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def ends_with_its_parent(parent: int) -> Callable[[], None]:
+    """A `preexec_fn` for a child in a session of its own: Linux sends it SIGTERM when the thread that started
+    it ends, so a supervisor killed outright (SIGKILL, which it cannot catch to stop its children) leaves no
+    server behind. A child whose parent is already gone by then ends at once."""
+
+    def in_the_child() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM) != 0 or os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return in_the_child
 
 
 class StreamlitServer:
@@ -84,6 +103,7 @@ class StreamlitServer:
             stderr=subprocess.STDOUT,
             env=self.environment,
             start_new_session=self.detached,
+            preexec_fn=ends_with_its_parent(os.getpid()) if self.detached else None,
         )
         return self
 

@@ -239,3 +239,20 @@ def test_the_one_command_starts_the_hall_and_stops_nginx_and_every_replica_on_si
         if hall.poll() is None:
             hall.kill()
     assert not [name for name, pid in started["processes"].items() if is_running(pid)]
+
+
+def test_a_hall_killed_outright_leaves_no_replica_or_nginx_running(tmp_path):
+    # SIGKILL cannot be caught: the replicas and nginx, each in a session of their own (so that a Ctrl-C reaches
+    # the hall alone), must end by themselves when the hall's process is gone.
+    command = [sys.executable, "scripts/lecture_hall.py", "--replicas", "2", "--port", "0", "--folder", str(tmp_path)]
+    hall = subprocess.Popen([*command, "--cold"], cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ})
+    try:
+        started = json.loads(hall.stdout.readline())
+        assert all(is_running(pid) for pid in started["processes"].values())
+    finally:
+        hall.kill()
+        hall.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(is_running(pid) for pid in started["processes"].values()):
+        time.sleep(0.5)
+    assert not [name for name, pid in started["processes"].items() if is_running(pid)]
