@@ -75,12 +75,16 @@ def test_accents_keep_their_letter_and_what_has_no_ascii_form_is_left_out():
 
 def test_the_svg_button_is_added_by_one_script_that_reads_each_charts_own_name():
     app = open_page("pages/multihead.py")
-    scripts = [element.proto.body for element in app.get("html") if "anatomySvgExport" in element.proto.body]
-    assert len(scripts) == 1
-    assert charts.SVG_BUTTON_TITLE in scripts[0] and "toImageButtonOptions.filename" not in scripts[0]
-    assert "options.filename" in scripts[0] and 'format: "svg"' in scripts[0]
+    elements = [element.proto.body for element in app.get("html") if "anatomySvgExport" in element.proto.body]
+    assert len(elements) == 1 and elements[0].count("anatomySvgExport") == charts.SVG_BUTTON_SCRIPT.count(
+        "anatomySvgExport"
+    )
+    script = charts.SVG_BUTTON_SCRIPT
+    assert script.strip() in elements[0]
+    assert charts.SVG_BUTTON_TITLE in script and "toImageButtonOptions.filename" not in script
+    assert "options.filename" in script and 'format: "svg"' in script
     # Streamlit's sanitiser (DOMPurify) drops a script whose text holds anything like markup.
-    code = scripts[0].strip().removeprefix("<script>").removesuffix("</script>")
+    code = script.strip().removeprefix("<script>").removesuffix("</script>")
     assert not re.search(r"<[/\w!]", code)
 
 
