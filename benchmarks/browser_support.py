@@ -2,9 +2,12 @@
 one measured page load (bytes received and milliseconds until the figures are painted).
 
 Bytes are counted as Chromium's network layer saw them: every HTTP response's encoded size, headers
-included (CDP `Network.loadingFinished.encodedDataLength`), plus the payload of every WebSocket frame the
-page received (Streamlit sends its figures over a WebSocket). Time runs from the start of navigation
-(`performance.timeOrigin`) to the animation frame in which the page's own "painted" condition first held.
+included (CDP `Network.loadingFinished.encodedDataLength`: compressed, where the server compressed it), plus
+the payload of every WebSocket frame the page received (Streamlit sends its figures over a WebSocket, with
+no compression: server.enableWebsocketCompression is off by default). Each load also notes the encodings the
+browser asked for (Accept-Encoding) and the bytes that came back in each (Content-Encoding).
+Time runs from the start of navigation (`performance.timeOrigin`) to the animation frame in which the page's
+own "painted" condition first held.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ class Load:
     off_loopback: list[str] = field(default_factory=list)
     error: str = ""
     script_done_ms: float | None = None  # Streamlit pages: when the server's run ended (the rest is drawing)
+    accept_encoding: list[str] = field(default_factory=list)  # what the browser offered
+    bytes_by_encoding: dict[str, int] = field(default_factory=dict)  # HTTP bytes by the server's Content-Encoding
 
     @property
     def total_bytes(self) -> int:
@@ -74,6 +79,18 @@ def load(context, url: str, condition: str, arg=None, limit_ms: int = LIMIT_MS) 
         "Network.requestWillBeSent",
         lambda event: documents.__setitem__(event["requestId"], event["type"]) if event.get("type") else None,
     )
+    encodings: dict[str, str] = {}
+    accepted: set[str] = set()
+    network.on(
+        "Network.responseReceived",
+        lambda event: encodings.__setitem__(
+            event["requestId"], header(event["response"]["headers"], "content-encoding") or "identity"
+        ),
+    )
+    network.on(
+        "Network.requestWillBeSentExtraInfo",
+        lambda event: accepted.add(header(event["headers"], "accept-encoding") or "(none)"),
+    )
     page.on(
         "websocket",
         lambda socket: socket.on(
@@ -92,6 +109,10 @@ def load(context, url: str, condition: str, arg=None, limit_ms: int = LIMIT_MS) 
     except Exception as problem:
         error = f"{type(problem).__name__}: {str(problem).splitlines()[0][:120]}"
     document = sum(size for request, size in sizes.items() if documents.get(request) == "Document")
+    by_encoding: dict[str, int] = {}
+    for request, size in sizes.items():
+        encoding = encodings.get(request, "identity")
+        by_encoding[encoding] = by_encoding.get(encoding, 0) + size
     result = Load(
         paint_ms,
         sum(sizes.values()),
@@ -100,12 +121,19 @@ def load(context, url: str, condition: str, arg=None, limit_ms: int = LIMIT_MS) 
         [url for url in requests if not is_loopback(url)],
         error,
         script_ms,
+        sorted(accepted),
+        by_encoding,
     )
     try:
         page.close()
     except Exception:
         pass
     return result
+
+
+def header(headers: dict[str, str], name: str) -> str:
+    """A header's value from CDP's headers (names as the server or browser spelt them), "" if absent."""
+    return next((value for key, value in headers.items() if key.lower() == name), "")
 
 
 def measure(browser, url: str, condition: str, arg, repeats: int) -> tuple[list[Load], list[Load]]:

@@ -6,9 +6,16 @@ once it is opened).
     pip install -r benchmarks/requirements.txt          # bertviz, for this benchmark only
     python benchmarks/browser_vs_bertviz.py [--repeats 3] [--lengths 32,128,256,512] [--json out.json]
 
+The app is measured twice on each text: directly, and through the lecture hall's nginx (harness/hall.py's
+rendering of deploy/nginx/anatomy.conf.template, with this one server as its replica), which compresses
+with gzip and brotli. BertViz's pages and libraries are served by nginx with the very same compression
+directives (harness.hall.static_site_config), so that both sides' bytes are counted compressed. The
+floors below are measured both ways too. Each row notes the Accept-Encoding Chromium sent and the bytes
+that came back in each Content-Encoding. nginx is Debian's, as for `make class` (see harness/hall.py).
+
 Everything runs offline on loopback. BertViz's HTML loads require.js, d3 and jQuery from CDNs; the script
 fetches the same libraries once from the npm registry (`npm pack`, into test-artifacts/bertviz-vendor/),
-serves them from a loopback static server and rewrites the CDN addresses in BertViz's HTML to point there.
+serves them from loopback and rewrites the CDN addresses in BertViz's HTML to point there.
 npm has no jQuery 2.0.0, the version BertViz names; 2.1.0 (83 KB minified, like 2.0.0) stands in. npm's
 requirejs ships require.js unminified (85 KB against the CDN's 17 KB): BertViz's byte counts carry those
 68 KB extra, under 5 % of its smallest page.
@@ -40,14 +47,11 @@ SmolLM2's tokenizer instead of MiniLM's (lesson 9 reads SmolLM2's tokens; the ot
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
 import json
 import shutil
 import subprocess
 import tarfile
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -77,6 +81,8 @@ from playwright.sync_api import sync_playwright
 from transformers import BertModel
 
 from anatomy.checkpoints.pretrained import load_pretrained
+from harness.hall import BROTLI_MODULE, Nginx, nginx_config, static_site_config
+from harness.server import free_port
 from harness.views import LESSONS, OTHER_TABS
 
 LENGTHS = (32, 128, 256, 512)
@@ -139,28 +145,25 @@ def write_bertviz_pages(site: Path, hf_model, tokenizer, text: str, length: int)
         del html
 
 
-class StaticSite:
-    """The folder of BertViz pages and libraries on a free loopback port. Libraries are cacheable (as a
-    CDN serves them); pages are not, so a warm load sends the data again, as the app's does."""
+def static_site(folder: Path) -> Nginx:
+    """The folder of BertViz pages and libraries behind nginx, compressed as the hall's proxy compresses.
+    Libraries are cacheable (as a CDN serves them); pages are not, so a warm load sends the data again, as
+    the app's does."""
+    listen = f"127.0.0.1:{free_port()}"
+    config = static_site_config(folder, listen, brotli=BROTLI_MODULE.exists())
+    return Nginx(ARTIFACTS / "nginx-bertviz-site", config, listen, ready_path="/vendor/require.min.js")
 
-    def __init__(self, folder: Path):
-        class Handler(http.server.SimpleHTTPRequestHandler):
-            def end_headers(self):
-                cacheable = self.path.startswith("/vendor/")
-                self.send_header("Cache-Control", "public, max-age=31536000, immutable" if cacheable else "no-store")
-                super().end_headers()
 
-            def log_message(self, *args):
-                pass
+# ---- the lecture hall's proxy --------------------------------------------------------------------------------
 
-        handler = functools.partial(Handler, directory=str(folder))
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+VIA_PROXY = " via proxy"  # the suffix of a row measured through the proxy
 
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+
+def proxy(server: StreamlitServer, name: str) -> Nginx:
+    """The hall's nginx, with `server` (already running) as its one replica."""
+    listen = f"127.0.0.1:{free_port()}"
+    config = nginx_config([f"127.0.0.1:{server.port}"], listen, brotli=BROTLI_MODULE.exists())
+    return Nginx(ARTIFACTS / f"nginx-{name}", config, listen)
 
 
 # ---- Streamlit's floor ---------------------------------------------------------------------------------------
@@ -196,15 +199,23 @@ def streamlit_floor(browser, repeats: int) -> dict:
             script = Path(folder) / f"floor_{index}.py"
             script.write_text(source)
             charts = source.count("plotly_chart")
-            with StreamlitServer(script=script, log_path=ARTIFACTS / "streamlit-floor.log") as server:
+            with (
+                StreamlitServer(script=script, log_path=ARTIFACTS / "streamlit-floor.log") as server,
+                proxy(server, f"floor-{index}") as proxied,
+            ):
                 rows[name] = summary(*measure(browser, server.url, STREAMLIT_PAINTED, charts, repeats))
+                rows[name + VIA_PROXY] = summary(*measure(browser, proxied.url, STREAMLIT_PAINTED, charts, repeats))
         page, script = Path(folder) / "floor_page.py", Path(folder) / "frame_floor.py"
         page.write_text(FRAME_PAGE)
         (Path(folder) / "pages").symlink_to(ROOT / "pages")  # st.Page reads the lessons' files beside the script
         script.write_text(FRAME_APP.format(page=str(page), app=str(ROOT / "app.py")))
-        with StreamlitServer(script=script, log_path=ARTIFACTS / "streamlit-floor.log") as server:
+        with (
+            StreamlitServer(script=script, log_path=ARTIFACTS / "streamlit-floor.log") as server,
+            proxy(server, "frame-floor") as proxied,
+        ):
             first_load(browser, f"{server.url}/floor_page", STREAMLIT_PAINTED, 1)  # loads the model
-            rows[FRAME_FLOOR] = summary(*measure(browser, f"{server.url}/floor_page", STREAMLIT_PAINTED, 1, repeats))
+            for name, url in ((FRAME_FLOOR, server.url), (FRAME_FLOOR + VIA_PROXY, proxied.url)):
+                rows[name] = summary(*measure(browser, f"{url}/floor_page", STREAMLIT_PAINTED, 1, repeats))
     return rows
 
 
@@ -236,6 +247,8 @@ def summary(cold: list[Load], warm: list[Load]) -> dict:
         "cold_s": seconds(cold),
         "warm_s": seconds(warm),
         "errors": sorted({item.error for item in cold + warm if item.error}),
+        "accept_encoding": sorted({value for item in cold for value in item.accept_encoding}),
+        "bytes_by_encoding": cold[0].bytes_by_encoding if cold else {},  # the first cold load's
         "off_loopback": sorted({url for item in cold + warm for url in item.off_loopback}),
     }
 
@@ -248,14 +261,18 @@ def show(value, unit: str = "") -> str:
     return f"{value:.2f}"
 
 
-def compare_at(length: int, browser, server, site, site_folder: Path, hf_model, tokenizer, repeats: int) -> dict:
-    """The app's multi-head page, BertViz's head view and its model view, on one text of `length` tokens."""
+def compare_at(
+    length: int, browser, server, proxied, site, site_folder: Path, hf_model, tokenizer, repeats: int
+) -> dict:
+    """The app's multi-head page (directly and through the proxy), BertViz's head view and its model view (through
+    nginx), on one text of `length` tokens."""
     text = text_of_exactly(tokenizer, length)
     write_bertviz_pages(site_folder, hf_model, tokenizer, text, length)
-    ours = f"{server.url}/multihead?text={quote(text)}"
-    first = first_load(browser, ours, STREAMLIT_PAINTED, 1)
+    link = f"/multihead?text={quote(text)}"
+    first = first_load(browser, server.url + link, STREAMLIT_PAINTED, 1)
     rows = {
-        "app multihead": summary(*measure(browser, ours, STREAMLIT_PAINTED, 1, repeats)),
+        "app multihead": summary(*measure(browser, server.url + link, STREAMLIT_PAINTED, 1, repeats)),
+        "app multihead" + VIA_PROXY: summary(*measure(browser, proxied.url + link, STREAMLIT_PAINTED, 1, repeats)),
         "bertviz head": summary(
             *measure(browser, f"{site.url}/head_view-{length}.html", BERTVIZ_PAINTED, None, repeats)
         ),
@@ -283,12 +300,13 @@ def time_every_page(browser, server, text: str, repeats: int, views: dict) -> di
 
 
 def print_row(name: str, row: dict, length: int | str | None = None) -> None:
-    lead = f"{length:>6}  {name:<15}" if length is not None else f"{name:<44}"
+    lead = f"{length:>6}  {name:<26}" if length is not None else f"{name:<44}"
+    encodings = ", ".join(f"{key} {size / 1e6:.2f}" for key, size in sorted(row["bytes_by_encoding"].items()))
     print(
         f"{lead}{show(row['total_bytes'], 'MB'):>9}{show(row['data_bytes'], 'MB'):>9}"
         f"{show(row['first_s']) if 'first_s' in row else '':>9}{show(row['cold_s']):>9}{show(row['warm_s']):>9}"
         f"{show(row['script_done_s']) if row['script_done_s'] is not None else '':>9}  {'; '.join(row['errors'])}"
-        f"{'  OFF LOOPBACK: ' + ', '.join(row['off_loopback']) if row['off_loopback'] else ''}"
+        f"{'  OFF LOOPBACK: ' + ', '.join(row['off_loopback']) if row['off_loopback'] else ''}  [{encodings}]"
     )
 
 
@@ -314,8 +332,8 @@ def main() -> None:
     pretrained = load_pretrained(device="cpu")
     hf_model = BertModel.from_pretrained(str(pretrained.folder), attn_implementation="eager").eval()
     site_folder = Path(tempfile.mkdtemp(prefix="bertviz-site-"))
+    site_folder.chmod(0o755)  # nginx's workers, run by root, read it as nobody
     shutil.copytree(VENDOR, site_folder / "vendor")
-    site = StaticSite(site_folder)
     results: dict[str, Any] = {  # written as JSON with --json
         "load_average_before": load_average(),
         "lengths": {},
@@ -325,13 +343,18 @@ def main() -> None:
         "tabs": {},
     }
     print(f"load average before: {results['load_average_before']}")
-    with StreamlitServer(log_path=ARTIFACTS / "streamlit-benchmark.log") as server, sync_playwright() as playwright:
+    with (
+        StreamlitServer(log_path=ARTIFACTS / "streamlit-benchmark.log") as server,
+        proxy(server, "app") as proxied,
+        static_site(site_folder) as site,
+        sync_playwright() as playwright,
+    ):
         browser = playwright.chromium.launch(**chromium_launch_options())
         if lengths:
-            print(f"{'tokens':>6}  {'view':<15}{COLUMNS}")
+            print(f"{'tokens':>6}  {'view':<26}{COLUMNS}  [MB by Content-Encoding, first cold load]")
         for length in lengths:
             rows = compare_at(
-                length, browser, server, site, site_folder, hf_model, pretrained.tokenizer, arguments.repeats
+                length, browser, server, proxied, site, site_folder, hf_model, pretrained.tokenizer, arguments.repeats
             )
             for name, row in rows.items():
                 print_row(name, row, length)
@@ -361,7 +384,6 @@ def main() -> None:
                     print(f"\nEvery other tab at {length} tokens (a tab runs once it is opened)")
                     results["tabs"][length] = time_every_page(browser, server, text, arguments.repeats, tabs)
         browser.close()
-    site.close()
     shutil.rmtree(site_folder, ignore_errors=True)
     results["load_average_after"] = load_average()
     print(f"load average after: {results['load_average_after']}")
@@ -388,17 +410,27 @@ def report_floor(length: int, bertviz: dict, floor: dict) -> None:
 
 
 def report_goals(results: dict) -> None:
+    rows = [*results["floor"].values(), *(row for by_view in results["lengths"].values() for row in by_view.values())]
+    offered = sorted({value for row in rows for value in row["accept_encoding"]})
+    print(f"\nChromium's Accept-Encoding: {' | '.join(offered)}")
     print("\nGoals")
     for length, rows in results["lengths"].items():
-        ours, theirs = rows["app multihead"], rows["bertviz head"]
-        fewer_total = ours["total_bytes"] < theirs["total_bytes"]
-        fewer_data = ours["data_bytes"] < theirs["data_bytes"]
-        sooner = ours["cold_s"] is not None and (theirs["cold_s"] is None or ours["cold_s"] < theirs["cold_s"])
-        print(
-            f"  {length:>3} tokens, multihead vs BertViz head view: fewer bytes (cold total) "
-            f"{'PASS' if fewer_total else 'MISS'}, fewer bytes (data) {'PASS' if fewer_data else 'MISS'}, "
-            f"paints sooner (cold) {'PASS' if sooner else 'MISS'}"
-        )
+        theirs = rows["bertviz head"]
+        for way in ("", VIA_PROXY):
+            ours, framed = rows["app multihead" + way], results["floor"].get(FRAME_FLOOR + way, {}).get("cold_s")
+            fewer_total = ours["total_bytes"] < theirs["total_bytes"]
+            fewer_data = ours["data_bytes"] < theirs["data_bytes"]
+            sooner = ours["cold_s"] is not None and (theirs["cold_s"] is None or ours["cold_s"] < theirs["cold_s"])
+            behind = None if framed is None or ours["cold_s"] is None else ours["cold_s"] - framed
+            near_frame = (
+                "n/a" if behind is None else f"{'PASS' if behind <= FLOOR_MARGIN_SECONDS else 'MISS'} ({behind:+.2f} s)"
+            )
+            print(
+                f"  {length:>3} tokens, multihead{way or ' direct'} vs BertViz head view (via nginx): fewer bytes "
+                f"(cold total) {'PASS' if fewer_total else 'MISS'}, fewer bytes (data) "
+                f"{'PASS' if fewer_data else 'MISS'}, paints sooner (cold) {'PASS' if sooner else 'MISS'}; "
+                f"cold paint within {FLOOR_MARGIN_SECONDS} s of the app frame floor{way}: {near_frame}"
+            )
         report_floor(length, theirs, results["floor"])
     one_chart = results["floor"].get("one 2×2 chart", {}).get("cold_s")
     framed = results["floor"].get(FRAME_FLOOR, {}).get("cold_s")

@@ -49,6 +49,15 @@ COMPOSE_REPLICAS = 3
 COMPOSE_FIRST_PORT = 8501
 COMPOSE_LISTEN = "8080"
 
+# How the proxy compresses, for the hall and for anything measured beside it (benchmarks/browser_vs_bertviz.py
+# serves BertViz's pages with these same lines, so that neither side is compared uncompressed).
+GZIP = """        gzip on;
+        gzip_vary on;
+        gzip_proxied any;
+        gzip_comp_level 5;
+        gzip_min_length 1024;
+        gzip_types application/javascript text/javascript text/css application/json application/manifest+json
+                   image/svg+xml text/csv text/plain font/ttf;"""
 BROTLI = """
         brotli on;
         brotli_comp_level 5;
@@ -74,13 +83,13 @@ def nginx_config(addresses: list[str], listen: str, brotli: bool) -> str:
     if len(set(port_patterns)) != len(addresses):
         raise ValueError(f"each replica needs a port of its own (nginx names them by it): {addresses}")
     fields = {
-        "load_brotli_module": f"load_module {BROTLI_MODULE};" if brotli else "# (no brotli module: gzip only)",
+        "load_brotli_module": load_brotli_module(brotli),
         "replica_upstreams": "\n".join(upstreams),
         "class_servers": "\n".join(f"        server {address};" for address in addresses),
         "upstream_by_cookie": "\n".join(f"        {name} {name};" for name in names),
         "replica_by_address": "\n".join(f'        "~:{port}$" {name};' for name, port in zip(names, port_patterns)),
         "listen": listen,
-        "brotli": BROTLI if brotli else "",
+        "compression": compression(brotli),
     }
     config = TEMPLATE.read_text()
     for field, value in fields.items():
@@ -88,6 +97,56 @@ def nginx_config(addresses: list[str], listen: str, brotli: bool) -> str:
     if "{{" in config:
         raise ValueError(f"the template has a field nginx_config does not fill: {config[config.index('{{') :][:40]}")
     return config
+
+
+def compression(brotli: bool) -> str:
+    """The server block's compression directives: gzip, and brotli where its module is loaded."""
+    return GZIP + ("\n" + BROTLI if brotli else "")
+
+
+def load_brotli_module(brotli: bool) -> str:
+    return f"load_module {BROTLI_MODULE};" if brotli else "# (no brotli module: gzip only)"
+
+
+# A folder of static files behind the hall's compression: files under /vendor/ may be cached for a year (as a
+# CDN serves libraries), the rest not at all (a page is sent again on every visit, as the app's data is).
+STATIC_SITE = """{load_brotli_module}
+worker_processes 1;
+pid nginx.pid;
+error_log stderr warn;
+events {{}}
+http {{
+    client_body_temp_path temp/client_body;
+    proxy_temp_path temp/proxy;
+    fastcgi_temp_path temp/fastcgi;
+    uwsgi_temp_path temp/uwsgi;
+    scgi_temp_path temp/scgi;
+    access_log off;
+    types {{
+        text/html html;
+        application/javascript js;
+    }}
+    server {{
+        listen {listen};
+        root {root};
+{compression}
+        location / {{
+            add_header Cache-Control "no-store";
+        }}
+        location /vendor/ {{
+            add_header Cache-Control "public, max-age=31536000, immutable";
+        }}
+    }}
+}}
+"""
+
+
+def static_site_config(root: Path, listen: str, brotli: bool) -> str:
+    """nginx serving the files under `root` on `listen`, compressed as the hall compresses. `root` must be
+    readable by nginx's workers (nobody, where nginx runs as root)."""
+    return STATIC_SITE.format(
+        load_brotli_module=load_brotli_module(brotli), listen=listen, root=root, compression=compression(brotli)
+    )
 
 
 def compose_nginx_config() -> str:
@@ -112,6 +171,70 @@ def prepare_prefix(prefix: Path) -> None:
     """The folders the template's relative paths need under nginx's prefix."""
     for folder in ("logs", "temp"):
         (prefix / folder).mkdir(parents=True, exist_ok=True)
+
+
+def start_nginx(config_path: Path, prefix: Path, log_path: Path) -> subprocess.Popen:
+    """nginx in the foreground on `config_path`, its output in `log_path`; it ends with this process."""
+    with open(log_path, "w") as nginx_log:
+        return subprocess.Popen(
+            [str(NGINX), "-e", "stderr", "-p", f"{prefix}/", "-c", str(config_path), "-g", "daemon off;"],
+            stdout=nginx_log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=ends_with_its_parent(os.getpid()),  # killed outright, we leave no nginx behind
+        )
+
+
+def wait_for_nginx(nginx: subprocess.Popen, url: str, log_path: Path, path: str = "/_stcore/health") -> None:
+    """Until nginx answers `path` under `url` with 200 (30 s at most)."""
+    timeout = 30
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if nginx.poll() is not None:
+            raise RuntimeError(f"nginx exited; see {log_path}")
+        try:
+            if visit(url + path, {}, timeout=2).status == 200:
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"nginx did not answer on {url} within {timeout} s")
+
+
+def stop_nginx(nginx: subprocess.Popen) -> None:
+    if nginx.poll() is None:
+        nginx.terminate()  # SIGTERM: a fast shutdown, open websockets included
+        try:
+            nginx.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            nginx.kill()
+            nginx.wait()
+
+
+class Nginx:
+    """nginx on a configuration of its own (`config`, listening on `listen`), under `folder`, while in a `with`
+    block: the hall's proxy in front of a server that is already running, or a static site."""
+
+    def __init__(self, folder: Path, config: str, listen: str, ready_path: str = "/_stcore/health"):
+        self.folder, self.config, self.ready_path = folder, config, ready_path
+        self.url = f"http://{listen}"
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> Nginx:
+        prepare_prefix(self.folder)
+        config_path = self.folder / "nginx.conf"
+        config_path.write_text(self.config)
+        check_nginx_config(config_path, self.folder)
+        self.process = start_nginx(config_path, self.folder, self.folder / "nginx.log")
+        try:
+            wait_for_nginx(self.process, self.url, self.folder / "nginx.log", self.ready_path)
+        except BaseException:
+            stop_nginx(self.process)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.process is not None:
+            stop_nginx(self.process)
 
 
 @dataclass(frozen=True)
@@ -191,16 +314,8 @@ class Hall:
             replica.start()
         self._make_ready(self.replicas)
         prepare_prefix(self.prefix)
-        config_path = self._write_nginx_config()
-        with open(self.folder / "nginx.log", "w") as nginx_log:
-            self.nginx = subprocess.Popen(
-                [str(NGINX), "-e", "stderr", "-p", f"{self.prefix}/", "-c", str(config_path), "-g", "daemon off;"],
-                stdout=nginx_log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=ends_with_its_parent(os.getpid()),  # a hall killed outright leaves no nginx behind
-            )
-        self._wait_for_nginx()
+        self.nginx = start_nginx(self._write_nginx_config(), self.prefix, self.folder / "nginx.log")
+        wait_for_nginx(self.nginx, self.url, self.folder / "nginx.log")
         self._watcher.start()
         return self
 
@@ -223,18 +338,6 @@ class Hall:
         config_path.write_text(nginx_config(addresses, self.listen, brotli=BROTLI_MODULE.exists()))
         check_nginx_config(config_path, self.prefix)
         return config_path
-
-    def _wait_for_nginx(self, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.nginx is None or self.nginx.poll() is not None:
-                raise RuntimeError(f"nginx exited; see {self.folder / 'nginx.log'}")
-            try:
-                if visit(f"{self.url}/_stcore/health", {}, timeout=2).status == 200:
-                    return
-            except OSError:
-                time.sleep(0.2)
-        raise TimeoutError(f"nginx did not answer on {self.url} within {timeout} s")
 
     def _restart_the_dead(self) -> None:
         """Start a replica again whenever its process has ended (until the hall stops). Meanwhile nginx sends
@@ -288,13 +391,8 @@ class Hall:
         self._stopping.set()
         if self._watcher.is_alive():
             self._watcher.join()
-        if self.nginx is not None and self.nginx.poll() is None:
-            self.nginx.terminate()  # SIGTERM: a fast shutdown, open websockets included
-            try:
-                self.nginx.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.nginx.kill()
-                self.nginx.wait()
+        if self.nginx is not None:
+            stop_nginx(self.nginx)
         for replica in self.replicas:
             replica.stop()
 
