@@ -10,7 +10,6 @@ which the checker took for figures of someone else's text.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 
@@ -19,7 +18,7 @@ from streamlit.proto.Element_pb2 import Element
 
 from harness.client import PageRun, Tab
 from harness.lecture import seat_text
-from harness.load import record_run
+from harness.load import record_run, run_coroutine
 from harness.room import VIEW_TIMEOUT_SECONDS, Lesson, Tally, lessons_for, student_text
 from harness.server import StreamlitServer
 from lessons.common.ui.check_yourself import HELD_BACK
@@ -95,7 +94,7 @@ def test_a_student_back_on_the_encoder_exercise_it_answered_types_a_new_text_and
             await tab.close()
 
     with StreamlitServer() as server:
-        typed, address = asyncio.run(student(server.url))
+        typed, address = run_coroutine(student(server.url))  # beside a loop the browser tests left running
     # What the app does, on purpose: the remembered exercise asks again about the new text, figures held back.
     assert "exercise=block" in address
     assert typed.form() is not None and HELD_BACK in typed.messages()
