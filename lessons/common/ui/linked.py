@@ -19,7 +19,8 @@ views a learner chose. Streamlit's browser code pushes a new history entry for e
 is sent (`st.query_params[key] = ...` sends one each), so a run that wrote ten keys one by one left ten entries
 behind, and the keys a run did not write (another lesson's, a closed tab's, a model that failed) stayed in the
 link. So a run collects what it publishes, and app.py writes the whole address once, at its end
-(`start_address`, `write_address`): one entry per view, holding only the keys this view used. What the learner
+(`start_address`, `write_address`): one entry per view, holding only the keys this view used (a page change,
+where Streamlit's own navigation pushes an entry too, is folded into one in the browser: history.py). What the learner
 chose on other pages is not lost with their keys: the session remembers every published choice, and a widget
 drawn again (on a lesson visited before, in a tab opened again) takes it back.
 
