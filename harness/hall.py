@@ -33,7 +33,7 @@ from pathlib import Path
 
 from harness.client import REPLICA_HEADER, cookie_header, remember_cookies
 from harness.load import run_coroutine, websocket_warm_up
-from harness.server import StreamlitServer, ends_with_its_parent, free_port
+from harness.server import StreamlitServer, ends_with_its_parent, free_port, stop_process
 
 ROOT = Path(__file__).resolve().parents[1]
 NGINX = Path(shutil.which("nginx") or "/usr/sbin/nginx")  # Debian: apt-get install nginx
@@ -200,16 +200,6 @@ def wait_for_nginx(nginx: subprocess.Popen, url: str, log_path: Path, path: str 
     raise TimeoutError(f"nginx did not answer on {url} within {timeout} s")
 
 
-def stop_nginx(nginx: subprocess.Popen) -> None:
-    if nginx.poll() is None:
-        nginx.terminate()  # SIGTERM: a fast shutdown, open websockets included
-        try:
-            nginx.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            nginx.kill()
-            nginx.wait()
-
-
 class Nginx:
     """nginx on a configuration of its own (`config`, listening on `listen`), under `folder`, while in a `with`
     block: the hall's proxy in front of a server that is already running, or a static site."""
@@ -228,13 +218,13 @@ class Nginx:
         try:
             wait_for_nginx(self.process, self.url, self.folder / "nginx.log", self.ready_path)
         except BaseException:
-            stop_nginx(self.process)
+            stop_process(self.process)
             raise
         return self
 
     def __exit__(self, *exc) -> None:
         if self.process is not None:
-            stop_nginx(self.process)
+            stop_process(self.process)
 
 
 @dataclass(frozen=True)
@@ -392,7 +382,7 @@ class Hall:
         if self._watcher.is_alive():
             self._watcher.join()
         if self.nginx is not None:
-            stop_nginx(self.nginx)
+            stop_process(self.nginx)  # SIGTERM: nginx's fast shutdown, open websockets included
         for replica in self.replicas:
             replica.stop()
 

@@ -47,6 +47,17 @@ def free_port() -> int:
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
+def stop_process(process: subprocess.Popen, timeout: float = 15) -> None:
+    """SIGTERM (a server's orderly, fast shutdown), then SIGKILL if it has not ended within `timeout` seconds."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def ends_with_its_parent(parent: int) -> Callable[[], None]:
     """A `preexec_fn` for a child in a session of its own: Linux sends it SIGTERM when the thread that started
     it ends, so a supervisor killed outright (SIGKILL, which it cannot catch to stop its children) leaves no
@@ -128,13 +139,8 @@ class StreamlitServer:
         raise TimeoutError(f"streamlit did not answer on {self.url} within {timeout} s; see {self.log_path}")
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            stop_process(self.process)
 
     def __enter__(self) -> StreamlitServer:
         self.start()
