@@ -3,6 +3,7 @@ served side by side in hosted mode and put under the same room of students in tu
 
     python benchmarks/server_cpu_ab.py [--base HEAD] [--rounds 3] [--sessions 20] [--duration 40] [--writers 2]
     python benchmarks/server_cpu_ab.py --profile        # also a py-spy profile of each server in the first round
+    python benchmarks/server_cpu_ab.py --tree-threads 1  # the working tree served as the hall serves a replica
 
 The room is the load test's (harness/load.py: websocket students with their own texts, every fifth a trainer),
 plus `--writers` students of lesson 9 (SmolLM2 writing after their own text, and its attention), so both
@@ -141,7 +142,15 @@ def main() -> None:
     parser.add_argument("--writers", type=int, default=2, help="students of lesson 9 besides them")
     parser.add_argument("--duration", type=float, default=40.0, help="seconds of load per server and round")
     parser.add_argument("--profile", action="store_true", help="profile both servers in the first round (py-spy)")
+    parser.add_argument(
+        "--tree-threads",
+        type=int,
+        help="torch threads of the working tree's server (OMP_NUM_THREADS), as the lecture hall runs its replicas; "
+        "the base keeps torch's default (one a core)",
+    )
     arguments = parser.parse_args()
+    threads = {"OMP_NUM_THREADS": str(arguments.tree_threads)} if arguments.tree_threads else {}
+    tree_environment = ENVIRONMENT | threads
     cpu_per_view: dict[str, list[float]] = {"base": [], "tree": []}
     profiles: dict[str, list] = {}
     with tempfile.TemporaryDirectory(prefix="server-cpu-ab-") as folder:
@@ -150,7 +159,7 @@ def main() -> None:
         try:
             base_server = Server(ARTIFACTS / "server-cpu-base.log", ENVIRONMENT)
             base_server.script = worktree / "app.py"  # Streamlit puts the script's folder first on the import path
-            with base_server as base, Server(ARTIFACTS / "server-cpu-tree.log", ENVIRONMENT) as tree:
+            with base_server as base, Server(ARTIFACTS / "server-cpu-tree.log", tree_environment) as tree:
                 servers = {"base": base, "tree": tree}
                 for round_number in range(arguments.rounds):
                     order = random.Random(round_number).sample(sorted(servers), 2)
@@ -174,7 +183,8 @@ def main() -> None:
         f"\nserver CPU a view, median of {arguments.rounds} rounds: base ({arguments.base}) {base_median:.3f} s, ",
         end="",
     )
-    print(f"working tree {tree_median:.3f} s: {base_median / tree_median:.2f}x less")
+    served = f" with {arguments.tree_threads} torch thread(s)" if arguments.tree_threads else ""
+    print(f"working tree{served} {tree_median:.3f} s: {base_median / tree_median:.2f}x less")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import streamlit as st
 
 from lessons.common.exercises import LINK_KEY, NONE_OPEN, Exercise, Offer
 from lessons.common.safe_text import escape_markdown
-from lessons.common.ui import charts, linked
+from lessons.common.ui import charts, classroom, linked
 
 KEY = LINK_KEY  # link key and session state: the open exercise, by its name in the lesson's offers
 NOT_NOW = NONE_OPEN
@@ -50,29 +50,31 @@ def offer(offers: Mapping[str, Offer], *arguments: Any) -> bool:
         if exercise is None or isinstance(exercise, str):
             st.info(exercise or NOTHING_TO_ASK, icon=":material/info:")
         else:
-            waiting = ask(exercise, chosen)
+            waiting = ask(exercise, chosen, offers[chosen].title)
     show_tally()
     return waiting
 
 
-def ask(exercise: Exercise, name: str) -> bool:
+def ask(exercise: Exercise, name: str, title: str = "") -> bool:
     """The question; then either the answer field and Check (True: still waiting), or, once committed, the
-    reveal (False)."""
+    reveal (False). In a class the reveal waits for the lecturer's, and the answer may be changed until then."""
     committed: dict[str, tuple[Any, bool]] = st.session_state.setdefault(_COMMITTED, {})
     asked = asked_here(exercise, name)
     widget_key = f"exercise_{name}_{asked}"
     st.markdown(exercise.question)
     if asked in committed:
-        reveal(exercise, *committed[asked], widget_key)
-        return False
+        response, _ = committed[asked]
+        if not classroom.waiting_for_reveal(asked, response, exercise):
+            reveal(exercise, *committed[asked], widget_key)
+            return False
     with st.form(f"{widget_key}_form", border=False, enter_to_submit=True):
         answer_field(exercise, widget_key)
         st.form_submit_button(
-            "Check",
+            "Change my answer" if asked in committed else "Check",
             icon=":material/task_alt:",
             key=f"{widget_key}_check",
             on_click=_commit,
-            args=(exercise, asked, widget_key),
+            args=(exercise, asked, widget_key, title or name),
         )
     if st.session_state.pop(_EMPTY_CHECK, None) == widget_key:
         st.warning("Choose or type an answer first, then press Check.")
@@ -89,13 +91,16 @@ def asked_here(exercise: Exercise, name: str) -> str:
     return hashlib.sha1(asked, usedforsecurity=False).hexdigest()[:12]
 
 
-def _commit(exercise: Exercise, asked: str, widget_key: str) -> None:
-    """Check's callback, run before the page: record the answer (the first one counts) and whether it is right."""
+def _commit(exercise: Exercise, asked: str, widget_key: str, title: str) -> None:
+    """Check's callback, run before the page: record the answer and whether it is right (in a class, for the
+    class too; the answer given last before the lecturer's reveal counts)."""
     response = st.session_state.get(widget_key)
     if response is None:
         st.session_state[_EMPTY_CHECK] = widget_key
         return
-    st.session_state.setdefault(_COMMITTED, {})[asked] = (response, exercise.is_right(response))
+    right = exercise.is_right(response)
+    st.session_state.setdefault(_COMMITTED, {})[asked] = (response, right)
+    classroom.record(exercise, asked, title, response, right)
 
 
 def answer_field(exercise: Exercise, widget_key: str) -> Any:

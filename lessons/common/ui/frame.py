@@ -116,6 +116,12 @@ LESSONS: tuple[LessonEntry, ...] = (
 )
 
 
+# Not a lesson: the lecturer's page, where a class is started and its answers watched (lessons/common/ui/classroom.py).
+CLASS_PAGE = LessonEntry(
+    0, "pages/class.py", "Run a class", ":material/groups:", "Teach", "Ask the room, see how it answered, reveal."
+)
+
+
 def lesson_named(name: str) -> LessonEntry:
     return next(lesson for lesson in LESSONS if lesson.name == name)
 
@@ -128,6 +134,9 @@ def navigation_pages(with_icons: bool = True) -> dict[str, list]:
         sections.setdefault(lesson.section, []).append(
             st.Page(lesson.file, title=lesson.numbered_title, icon=icon, default=lesson.number == 0)
         )
+    sections[CLASS_PAGE.section] = [
+        st.Page(CLASS_PAGE.file, title=CLASS_PAGE.title, icon=CLASS_PAGE.icon if with_icons else None)
+    ]
     return sections
 
 
