@@ -246,8 +246,8 @@ class ClassStore:
         code, key = secrets.token_urlsafe(CODE_BYTES), secrets.token_urlsafe(KEY_BYTES)
         info = ClassInfo(title=title, opened_at=now, closes_at=now + timedelta(minutes=minutes))
         with self._transaction() as connection:
-            still_open = connection.scalar(
-                sa.select(sa.func.count()).select_from(classes).where(classes.c.closes_at > now)
+            still_open = _count(
+                connection, sa.select(sa.func.count()).select_from(classes).where(classes.c.closes_at > now)
             )
             if still_open >= MAX_OPEN_CLASSES:
                 raise LimitReached(
@@ -298,7 +298,9 @@ class ClassStore:
 
     def spread_csv(self, code: str, key: str) -> str:
         """The spread as CSV: one row per question and answer given, with its count."""
-        rows = [("page", "exercise", "question", "answer", "count", "right answer", "answered", "answered right")]
+        rows: list[tuple[str, ...]] = [
+            ("page", "exercise", "question", "answer", "count", "right answer", "answered", "answered right")
+        ]
         for spread in self.spread(code, key):
             question = spread.question
             for answer, count, _ in spread.counts:
@@ -334,7 +336,9 @@ class ClassStore:
                 .where(answers.c.class_id == row.id)
                 .order_by(answers.c.answered_at, answers.c.id)
             ).all()
-        rows = [("page", "exercise", "question", "student", "answer", "right", "answered at (UTC)")]
+        rows: list[tuple[str, ...]] = [
+            ("page", "exercise", "question", "student", "answer", "right", "answered at (UTC)")
+        ]
         for page, title, question, student, response, right, answered_at in given:
             when = _aware(answered_at).strftime("%Y-%m-%d %H:%M:%S")
             rows.append((page, title, question, student[:10], response, "yes" if right else "no", when))
@@ -437,8 +441,8 @@ class ClassStore:
         )
         if found is not None:
             return found
-        count = connection.scalar(
-            sa.select(sa.func.count()).select_from(questions).where(questions.c.class_id == class_id)
+        count = _count(
+            connection, sa.select(sa.func.count()).select_from(questions).where(questions.c.class_id == class_id)
         )
         if count >= MAX_QUESTIONS_PER_CLASS:
             raise LimitReached(f"This class holds {MAX_QUESTIONS_PER_CLASS:,} questions already: no more are kept.")
@@ -455,24 +459,26 @@ class ClassStore:
         )
         try:
             with connection.begin_nested():  # two students asked the same new question at once: one row wins
-                return connection.execute(questions.insert().values(**values)).inserted_primary_key[0]
+                connection.execute(questions.insert().values(**values))
         except sa_exc.IntegrityError:
-            return connection.scalar(
-                sa.select(questions.c.id).where(questions.c.class_id == class_id, questions.c.asked == question.asked)
-            )
+            pass
+        return connection.execute(
+            sa.select(questions.c.id).where(questions.c.class_id == class_id, questions.c.asked == question.asked)
+        ).scalar_one()
 
     def _check_room_for_an_answer(self, connection: sa.Connection, class_id: int, student: str) -> None:
-        mine = connection.scalar(
+        mine = _count(
+            connection,
             sa.select(sa.func.count())
             .select_from(answers)
-            .where(answers.c.class_id == class_id, answers.c.student_digest == student)
+            .where(answers.c.class_id == class_id, answers.c.student_digest == student),
         )
         if mine >= MAX_QUESTIONS_PER_STUDENT:
             raise LimitReached(
                 f"You have answered {MAX_QUESTIONS_PER_STUDENT} questions in this class: later ones are not recorded."
             )
-        everyone = connection.scalar(
-            sa.select(sa.func.count()).select_from(answers).where(answers.c.class_id == class_id)
+        everyone = _count(
+            connection, sa.select(sa.func.count()).select_from(answers).where(answers.c.class_id == class_id)
         )
         if everyone >= MAX_ANSWERS_PER_CLASS:
             raise LimitReached(f"This class holds {MAX_ANSWERS_PER_CLASS:,} answers already: no more are kept.")
@@ -511,6 +517,10 @@ def _engine(url: str) -> sa.Engine:
         return engine
     # pool_pre_ping: a connection left from before a database restart is replaced, not handed out broken.
     return sa.create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": 3})
+
+
+def _count(connection: sa.Connection, statement) -> int:
+    return int(connection.scalar(statement) or 0)
 
 
 def _now() -> datetime:

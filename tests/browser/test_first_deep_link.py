@@ -21,7 +21,7 @@ def test_a_deep_link_as_the_first_request_to_a_fresh_server_gets_navigation_side
         assert app.title() == "Scaled dot-product attention, step by step"
         assert app.text_box().input_value() == "a link to share"  # the sidebar ran, from app.py
         navigation = page.locator('[data-testid="stSidebarNav"] a')
-        assert navigation.count() == len(LESSONS)  # so did st.navigation: the welcome page and every lesson
+        assert navigation.count() == len(LESSONS) + 1  # so did st.navigation: every lesson, and the Class page
         assert app.query()["att_layer"] == "2" and app.query()["att_head"] == "5"
         layer = page.get_by_role("slider", name="Layer")
         assert layer.get_attribute("aria-valuetext") == "2"

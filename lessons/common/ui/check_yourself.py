@@ -4,7 +4,8 @@ While an exercise waits for an answer, only its question and answer field are se
 holds back its own figures too, which would give the answer away. The answer, why it is so, and a figure
 with it marked are drawn in the run that Check starts, never before. The link carries
 the open exercise (`?exercise=pieces`), so a teacher can send an exercise on a given text. The session keeps
-a tally: how many exercises were answered and how many of them right (the first answer to each counts).
+a tally: how many exercises were answered and how many of them right (an answer can be changed only in a
+class, before the lecturer's reveal: the last one counts).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def ask(exercise: Exercise, name: str, title: str = "") -> bool:
         response, _ = committed[asked]
         if not classroom.waiting_for_reveal(asked, response, exercise):
             reveal(exercise, *committed[asked], widget_key)
+            classroom.show_class_spread(asked)
             return False
     with st.form(f"{widget_key}_form", border=False, enter_to_submit=True):
         answer_field(exercise, widget_key)

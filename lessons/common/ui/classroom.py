@@ -192,18 +192,23 @@ def is_recorded(asked: str) -> bool:
 
 
 def waiting_for_reveal(asked: str, response: Any, exercise: exercises.Exercise) -> bool:
-    """Below a committed answer, in a class: True (figures held back) until the lecturer reveals the answer;
-    then False, and the class's spread is drawn beside the answer."""
+    """Below a committed answer: True, in a class, until the lecturer reveals the answer (the page holds its
+    figures back and offers to change the answer meanwhile, and says whether the answer is recorded)."""
     joined = membership()
-    if joined is None:
+    if joined is None or _revealed(joined.code, asked) is not None:
         return False
-    spread = _revealed(joined.code, asked)
+    _wait_for_reveal(joined.code, asked, response, exercise)
+    return True
+
+
+def show_class_spread(asked: str) -> None:
+    """After the reveal, in a class: how the class answered, under the student's own verdict."""
+    joined = membership()
+    spread = None if joined is None else _revealed(joined.code, asked)
     if spread is None:
-        _wait_for_reveal(joined.code, asked, response, exercise)
-        return True
+        return
     st.markdown(f"**How the class answered** ({spread.answered} answered, {spread.right} of them right):")
     charts.show(spread_figure(spread), key=f"class_spread_{asked}")
-    return False
 
 
 def _revealed(code: str, asked: str) -> Spread | None:
@@ -237,6 +242,7 @@ def _clock(moment: datetime) -> str:
 
 _STARTED = "_class_started"  # session state: the NewClass this session started (its secrets shown once)
 _CONFIRM_DELETE = "_class_confirm_delete"
+_START_PROBLEM = "_class_start_problem"
 PAGE = "class"  # the Class page's URL path
 
 
@@ -262,25 +268,39 @@ def _show_start_form() -> None:
         "when the room has committed. Students stay anonymous: no name is asked or stored."
     )
     with st.form("start_class", border=True):
-        title = st.text_input(
-            "Class title", max_chars=classroom.MAX_TITLE_CHARACTERS, placeholder="Lecture 3: attention"
+        st.text_input(
+            "Class title",
+            max_chars=classroom.MAX_TITLE_CHARACTERS,
+            placeholder="Lecture 3: attention",
+            key="class_title",
         )
-        minutes = st.number_input(
+        st.number_input(
             "Open for (minutes)",
             min_value=classroom.MIN_MINUTES,
             max_value=classroom.MAX_MINUTES,
             value=classroom.DEFAULT_MINUTES,
             step=5,
+            key="class_minutes",
             help="After this, answers are no longer recorded; you can still download them, then delete the class.",
         )
-        pressed = st.form_submit_button("Start a class", icon=":material/play_arrow:", type="primary")
-    if pressed:
-        try:
-            st.session_state[_STARTED] = ready_store().start_class(title or "", int(minutes))
-        except ClassError as error:
-            st.error(escape_markdown(str(error)), icon=":material/error:")
-            return
-        st.rerun()
+        st.form_submit_button(
+            "Start a class", icon=":material/play_arrow:", type="primary", key="class_start", on_click=_start
+        )
+    problem = st.session_state.pop(_START_PROBLEM, None)
+    if problem:
+        st.error(escape_markdown(problem), icon=":material/error:")
+
+
+def _start() -> None:
+    """The start button's callback, run before the page: the class, or why not."""
+    try:
+        started = ready_store().start_class(
+            st.session_state.get("class_title") or "", int(st.session_state["class_minutes"])
+        )
+    except ClassError as error:
+        st.session_state[_START_PROBLEM] = str(error)
+        return
+    st.session_state[_STARTED] = started
 
 
 def _links(started: classroom.NewClass) -> tuple[str, str]:

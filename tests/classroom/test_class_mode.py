@@ -1,0 +1,137 @@
+"""Class mode as students and a lecturer meet it (lessons.common.ui.classroom): the student link's banner, an
+answer recorded for the class and its reveal held for the lecturer's, the lecturer's page behind its key."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.apptest import (
+    HOSTILE_TEXTS,
+    all_markdown,
+    answer_exercise,
+    assert_clean,
+    exercise_field,
+    open_exercise,
+    open_page,
+)
+from lessons.common import classroom
+from lessons.common.ui import classroom as class_ui
+
+LESSON = "pages/tokenization.py"
+CLASS_PAGE = "pages/class.py"
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch) -> classroom.ClassStore:
+    """A class database of the test's own, the one the app's pages use too."""
+    url = f"sqlite:///{tmp_path / 'classes.sqlite'}"
+    monkeypatch.setenv(classroom.DATABASE_URL_VARIABLE, url)
+    class_ui.store.clear()
+    class_ui._class_info.clear()
+    yield class_ui.ready_store()
+    class_ui.store.clear()
+    class_ui._class_info.clear()
+
+
+def banner(app) -> str:
+    return "\n".join(item.value for item in app.info if "Class:" in item.value)
+
+
+def test_the_class_page_starts_a_class_and_gives_a_student_link_and_a_lecturer_link(store):
+    app = open_page(CLASS_PAGE)
+    app.text_input(key="class_title").set_value("Lecture 3: attention")
+    app.button(key="class_start").click().run()
+    assert_clean(app)
+    student, lecturer = (block.value for block in app.code)
+    code = student.split("class=")[1]
+    assert store.find_class(code).title == "Lecture 3: attention"
+    key = lecturer.split("key=")[1]
+    assert f"/class?class={code}&key=" in lecturer and store.lecturer_class(code, key)
+    assert key not in student
+
+
+def test_a_student_link_names_the_class_above_the_lesson_and_every_view_keeps_it(store):
+    started = store.start_class("Lecture 3", 90)
+    app = open_page(LESSON, text="a cat", query={"class": started.code})
+    assert_clean(app)
+    assert "Class: Lecture 3" in banner(app) and "anonymously" in banner(app)
+    assert app.query_params["class"] == [started.code] or app.query_params["class"] == started.code
+    app.switch_page("pages/attention.py").run()
+    assert "Class: Lecture 3" in banner(app)
+    assert started.code in str(app.query_params["class"])
+
+
+def test_a_code_that_names_no_class_is_said_and_the_lesson_goes_on_outside_a_class(store):
+    app = open_page(LESSON, text="a cat", query={"class": "A" * 22})
+    assert_clean(app)
+    assert any("names no class" in item.value for item in app.warning)
+    assert not banner(app) and "class" not in app.query_params
+    assert app.get("plotly_chart")
+
+
+def test_an_answer_is_recorded_for_the_class_and_its_reveal_waits_for_the_lecturer(store):
+    started = store.start_class("Lecture 3", 90)
+    app = answer_exercise(open_exercise(LESSON, "count", text="a cat", query={"class": started.code}), 4)
+    assert_clean(app)
+    assert any("is recorded for the class" in item.value for item in app.success)
+    assert not app.get("plotly_chart")  # figures held back until the reveal: they would give it away
+    assert exercise_field(app) is not None  # the answer may still be changed
+    (spread,) = store.spread(started.code, started.lecturer_key)
+    assert (spread.answered, spread.right, spread.question.page) == (1, 1, "tokenization")
+
+    answer_exercise(app, 5)  # changed: the class counts the latest, once
+    (spread,) = store.spread(started.code, started.lecturer_key)
+    assert spread.answered == 1 and spread.right == 0
+
+    store.reveal(started.code, started.lecturer_key, spread.question.asked)
+    app.run()
+    assert any("the answer is 4" in item.value for item in app.error)
+    assert any("How the class answered" in item.value for item in app.markdown)
+    assert app.get("plotly_chart")
+
+
+def test_outside_a_class_an_answer_is_revealed_at_once_and_nothing_is_stored(store):
+    app = answer_exercise(open_exercise(LESSON, "count", text="a cat"), 4)
+    assert any(item.value.startswith("Right") for item in app.success)
+    with store.engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT count(*) FROM answers").scalar() == 0
+
+
+def test_the_lecturer_link_shows_the_spread_and_a_wrong_key_shows_nothing_of_it(store):
+    started = store.start_class("Lecture 3", 90)
+    answer_exercise(open_exercise(LESSON, "count", text="a cat", query={"class": started.code}), 4)
+    lecturer = open_page(CLASS_PAGE, query={"class": started.code, "key": started.lecturer_key})
+    assert_clean(lecturer)
+    assert "1 answered" in all_markdown(lecturer)
+    assert lecturer.button(key=f"reveal_{store.spread(started.code, started.lecturer_key)[0].question.asked}")
+    for key in ("B" * 32, started.code, ""):
+        intruder = open_page(CLASS_PAGE, query={"class": started.code, "key": key})
+        assert_clean(intruder)
+        assert any("lecturer link" in item.value for item in intruder.error)
+        assert "answered" not in all_markdown(intruder) and not intruder.get("plotly_chart")
+
+
+def test_the_lecturer_reveals_from_the_page_and_downloads_the_spread(store):
+    started = store.start_class("Lecture 3", 90)
+    answer_exercise(open_exercise(LESSON, "count", text="a cat", query={"class": started.code}), 4)
+    lecturer = open_page(CLASS_PAGE, query={"class": started.code, "key": started.lecturer_key})
+    (spread,) = store.spread(started.code, started.lecturer_key)
+    lecturer.button(key=f"reveal_{spread.question.asked}").click().run()
+    assert store.revealed(started.code, spread.question.asked) is not None
+    assert any("the answer is 4" in item.value for item in lecturer.success)
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_TEXTS))
+def test_hostile_text_through_the_class_title_and_links_is_shown_as_written(store, name):
+    hostile = HOSTILE_TEXTS[name]
+    app = open_page(CLASS_PAGE)
+    app.text_input(key="class_title").set_value(hostile[:120])
+    app.button(key="class_start").click().run()
+    assert_clean(app)
+    for query in ({"class": hostile}, {"class": hostile, "key": hostile}, {"key": hostile}):
+        for page in (LESSON, CLASS_PAGE):
+            visited = open_page(page, text="a cat", query=query)
+            assert_clean(visited)
+            assert "<b>" not in all_markdown(visited) and "<script>" not in all_markdown(visited)
+    with store.engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT count(*) FROM answers").scalar() == 0
