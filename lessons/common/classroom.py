@@ -230,6 +230,16 @@ class ClassStore:
             command.upgrade(config, "head")
         self._upgraded.set()
 
+    def is_reachable(self) -> bool:
+        """Whether the database answers now (its tables upgraded, if this is the first time it does)."""
+        try:
+            self.ensure_upgraded()
+            with self._connection() as connection:
+                connection.execute(sa.text("SELECT 1"))
+        except ClassStoreUnavailable:
+            return False
+        return True
+
     def ensure_upgraded(self) -> None:
         if not self._upgraded.is_set():
             self.upgrade()

@@ -220,6 +220,12 @@ def _revealed(code: str, asked: str) -> Spread | None:
 
 @st.fragment(run_every=POLL_SECONDS)
 def _wait_for_reveal(code: str, asked: str, response: Any, exercise: exercises.Exercise) -> None:
+    """Every few seconds while the student waits: send an answer the database missed, and look for the reveal."""
+    joined = membership()
+    if not is_recorded(asked) and joined is not None:
+        _send_pending(joined)  # the database may be back
+        if is_recorded(asked):
+            st.rerun(scope="app")  # the banner's warning goes too
     said = escape_markdown(str(response) if exercise.options else f"{float(response):,.{exercise.decimals}f}")
     if is_recorded(asked):
         st.success(
@@ -330,7 +336,12 @@ def _show_lecturer_view(code: str, key: str) -> None:
     try:
         info = ready_store().lecturer_class(code, key)
     except ClassStoreUnavailable as error:
-        st.error(f"{error} Reload in a minute.", icon=":material/cloud_off:")
+        st.error(
+            f"{error} Students can go on working; their answers wait in their tabs. This page comes back by itself "
+            "when the database does.",
+            icon=":material/cloud_off:",
+        )
+        _await_the_database()
         return
     except ClassError as error:
         st.error(escape_markdown(str(error)), icon=":material/lock:")
@@ -379,6 +390,12 @@ def _live_spread(code: str, key: str) -> None:
                 on_click=_reveal,
                 args=(code, key, question.asked, not spread.revealed),
             )
+
+
+@st.fragment(run_every=POLL_SECONDS)
+def _await_the_database() -> None:
+    if store().is_reachable():
+        st.rerun(scope="app")
 
 
 def _reveal(code: str, key: str, asked: str, revealed: bool) -> None:
