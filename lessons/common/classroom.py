@@ -212,6 +212,7 @@ class ClassStore:
         self.url = url
         self.engine = _engine(url)
         self._upgraded = threading.Event()
+        self._upgrading = threading.Lock()  # sessions arriving together: one runs the migrations
 
     # ------------------------------------------------------------------------------------------------------
     # Schema
@@ -241,8 +242,11 @@ class ClassStore:
         return True
 
     def ensure_upgraded(self) -> None:
-        if not self._upgraded.is_set():
-            self.upgrade()
+        if self._upgraded.is_set():
+            return
+        with self._upgrading:
+            if not self._upgraded.is_set():
+                self.upgrade()
 
     # ------------------------------------------------------------------------------------------------------
     # The lecturer's side

@@ -3,6 +3,7 @@ lecturer's secrets checked, limits kept, nothing stored that names anyone."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
@@ -77,7 +78,7 @@ def test_a_number_question_counts_each_value_given_smallest_first(store):
 
 def test_a_wrong_or_missing_key_sees_no_spread_and_the_message_says_which_link_to_open(store):
     started = store.start_class("Lecture 3", 90)
-    for key in ("", "x" * 32, started.code, started.lecturer_key[:-1] + "A", "<script>alert(1)</script>"):
+    for key in ("", "x" * 32, started.code, _one_character_off(started.lecturer_key), "<script>alert(1)</script>"):
         with pytest.raises(UnknownClass, match="lecturer link"):
             store.spread(started.code, key)
     with pytest.raises(UnknownClass, match="lecturer link"):
@@ -184,3 +185,22 @@ def test_hostile_text_is_stored_as_written_and_a_title_is_kept_to_one_line(store
 
 def _question(number: int) -> Question:
     return Question(f"q-{number}", "tokenization", f"Question {number}", "How many?", ("3", "4"), 0, "4")
+
+
+def test_sessions_arriving_together_on_a_new_database_all_find_its_tables(tmp_path):
+    fresh = ClassStore(f"sqlite:///{tmp_path / 'fresh.sqlite'}")
+    with ThreadPoolExecutor(8) as pool:
+        reachable = list(pool.map(lambda _: fresh.is_reachable(), range(8)))
+    assert reachable == [True] * 8
+    assert fresh.start_class("Lecture", 90).info.title == "Lecture"
+
+
+def test_a_database_that_does_not_answer_is_named_as_such_not_as_a_crash(tmp_path):
+    nowhere = ClassStore("postgresql+psycopg://nobody:nothing@127.0.0.1:9/none")
+    assert not nowhere.is_reachable()
+    with pytest.raises(classroom.ClassStoreUnavailable, match="cannot be reached"):
+        nowhere.find_class("A" * 22)
+
+
+def _one_character_off(key: str) -> str:
+    return key[:-1] + ("A" if key[-1] != "A" else "B")
