@@ -3,6 +3,8 @@ answer recorded for the class and its reveal held for the lecturer's, the lectur
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from harness.apptest import (
@@ -26,11 +28,14 @@ def store(tmp_path, monkeypatch) -> classroom.ClassStore:
     """A class database of the test's own, the one the app's pages use too."""
     url = f"sqlite:///{tmp_path / 'classes.sqlite'}"
     monkeypatch.setenv(classroom.DATABASE_URL_VARIABLE, url)
-    class_ui.store.clear()
-    class_ui._class_info.clear()
+    forget_every_class_cache()
     yield class_ui.ready_store()
-    class_ui.store.clear()
-    class_ui._class_info.clear()
+    forget_every_class_cache()
+
+
+def forget_every_class_cache() -> None:
+    for cached in (class_ui.store, class_ui._class_info, class_ui._revealed_of_late):
+        cached.clear()
 
 
 def banner(app) -> str:
@@ -84,6 +89,7 @@ def test_an_answer_is_recorded_for_the_class_and_its_reveal_waits_for_the_lectur
     assert spread.answered == 1 and spread.right == 0
 
     store.reveal(started.code, started.lecturer_key, spread.question.asked)
+    time.sleep(class_ui.REVEAL_CACHE_SECONDS)  # a replica asks the database about a reveal this often at most
     app.run()
     assert any("the answer is 4" in item.value for item in app.error)
     assert any("How the class answered" in item.value for item in app.markdown)

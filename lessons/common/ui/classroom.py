@@ -29,7 +29,12 @@ from lessons.common.ui import charts, linked
 CLASS_KEY = "class"  # link key: the class code, on every view of a student in a class
 LECTURER_KEY = "key"  # link key: the lecturer key, on the Class page only
 STUDENT_COOKIE = "anatomy_student"  # the browser's anonymous id: a changed answer replaces the earlier one
-POLL_SECONDS = 4  # how often a waiting student's page and the lecturer's spread ask the database
+# How often the lecturer's live spread, and a page that waits (a student's for the reveal, the lecturer's for a
+# database that is down), look again. A room of students polls far more than one lecturer, so their pages look
+# less often, and a replica asks the database about a reveal at most once per REVEAL_CACHE_SECONDS for all of them.
+LECTURER_POLL_SECONDS = 2
+STUDENT_POLL_SECONDS = 5
+REVEAL_CACHE_SECONDS = 2
 _JOINED = "_class_joined"  # session state: (code, ClassInfo) of the class this session is in
 _STUDENT = "_class_student"  # session state: this browser's anonymous id
 _PENDING = "_class_pending"  # session state: answers not yet recorded, asked -> (Question, response, right)
@@ -213,12 +218,18 @@ def show_class_spread(asked: str) -> None:
 
 def _revealed(code: str, asked: str) -> Spread | None:
     try:
-        return ready_store().revealed(code, asked)
+        return _revealed_of_late(code, asked)
     except ClassError:
         return None
 
 
-@st.fragment(run_every=POLL_SECONDS)
+@st.cache_data(ttl=REVEAL_CACHE_SECONDS, show_spinner=False, max_entries=1000)
+def _revealed_of_late(code: str, asked: str) -> Spread | None:
+    """A question's revealed spread as the database gave it at most a few seconds ago, shared by the sessions."""
+    return ready_store().revealed(code, asked)
+
+
+@st.fragment(run_every=STUDENT_POLL_SECONDS)
 def _wait_for_reveal(code: str, asked: str, response: Any, exercise: exercises.Exercise) -> None:
     """Every few seconds while the student waits: send an answer the database missed, and look for the reveal."""
     joined = membership()
@@ -358,7 +369,7 @@ def _show_lecturer_view(code: str, key: str) -> None:
     _exports_and_delete(code, key)
 
 
-@st.fragment(run_every=POLL_SECONDS)
+@st.fragment(run_every=LECTURER_POLL_SECONDS)
 def _live_spread(code: str, key: str) -> None:
     try:
         spreads = ready_store().spread(code, key)
@@ -392,7 +403,7 @@ def _live_spread(code: str, key: str) -> None:
             )
 
 
-@st.fragment(run_every=POLL_SECONDS)
+@st.fragment(run_every=LECTURER_POLL_SECONDS)
 def _await_the_database() -> None:
     if store().is_reachable():
         st.rerun(scope="app")
