@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from harness.client import Tab
-from lessons.common.classroom import ClassStore
+from lessons.common.classroom import ClassStore, Spread
 from lessons.common.ui.classroom import LECTURER_POLL_SECONDS
 
 TEXT = "the cat sat on the mat"  # the lecturer's sentence, in the student link: everyone gets one question
@@ -117,11 +117,11 @@ async def answer_together(
     await asyncio.sleep(settle)  # the lecturer's page refreshes at least once more after the last answer
     done.set()
     await watching
-    (spread,) = store.spread(started.code, started.lecturer_key) or [None]
-    return figures(answers, view, spread, time.monotonic() - began)
+    spreads = store.spread(started.code, started.lecturer_key)  # one question, or none if nobody got to answer
+    return figures(answers, view, spreads[0] if spreads else None, time.monotonic() - began)
 
 
-def figures(answers: list[Answer], view: LecturerView, spread, seconds: float) -> dict:
+def figures(answers: list[Answer], view: LecturerView, spread: Spread | None, seconds: float) -> dict:
     acknowledged = [answer for answer in answers if answer.acknowledged_at is not None]
     expected = Counter(f"{answer.value:.0f}" for answer in acknowledged)
     counted = Counter({value: count for value, count, _ in spread.counts if count}) if spread else Counter()
