@@ -136,6 +136,10 @@ PAGE_FIELDS = {
     "lm_message": ("pages/language_model.py", {"lm_tab": "Chat template"}, "lm_message"),
 }
 
+# Class mode: the Class page's start form (session keys) and the link parameters a class link carries.
+CLASS_FIELDS = ("class_title",)
+CLASS_LINK_PARAMETERS = ("class", "key")
+
 # Every numeric or choice parameter a link can carry, by view: (page, link parameters that open the view, the
 # parameters that view reads). A tab runs only while it is open, so each tab's own parameters are tried there.
 NUMBER_PARAMETERS = {
@@ -230,8 +234,10 @@ def problems_after(app, text: str) -> list[str]:
 def only_the_apps_own_scripts(body: str) -> bool:
     """Whether an st.html element holds nothing but scripts the app itself writes (frame.add_browser_scripts
     puts several in one element)."""
-    from lessons.common.ui import charts, history, presentation, theme
+    from lessons.common.ui import charts, classroom, history, presentation, theme
 
+    if classroom.is_student_script(body):
+        return True
     for script in (charts.SVG_BUTTON_SCRIPT, theme.SCRIPT, history.SCRIPT, *presentation.REMEMBER.values()):
         body = body.replace(script.strip(), "")
     return not body.strip()

@@ -14,6 +14,7 @@ recorded.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -128,12 +129,20 @@ def _remember_student() -> None:
         st.session_state[_STUDENT] = from_cookie
         return
     student = st.session_state.setdefault(_STUDENT, classroom.new_student_id())
-    st.sidebar.html(
+    st.sidebar.html(student_script(student), unsafe_allow_javascript=True, width="content")
+
+
+def student_script(student: str) -> str:
+    """The browser keeps the anonymous id the server drew (unless it holds one already) for a year."""
+    return (
         f"<script>if (!document.cookie.includes('{STUDENT_COOKIE}=')) "
-        f"document.cookie = '{STUDENT_COOKIE}={student}; path=/; max-age={_YEAR_S}; SameSite=Lax';</script>",
-        unsafe_allow_javascript=True,
-        width="content",
+        f"document.cookie = '{STUDENT_COOKIE}={student}; path=/; max-age={_YEAR_S}; SameSite=Lax';</script>"
     )
+
+
+def is_student_script(body: str) -> bool:
+    """Whether an element's body is `student_script` of some id this app draws (for the hostile-input checks)."""
+    return any(body.strip() == student_script(found) for found in re.findall(rf"{STUDENT_COOKIE}=([\w-]+);", body))
 
 
 def _show_banner(joined: Membership) -> None:
