@@ -43,6 +43,8 @@ from sqlalchemy import exc as sa_exc
 DATABASE_URL_VARIABLE = "ANATOMY_CLASS_DATABASE_URL"
 DEFAULT_DATABASE_FILE = Path(__file__).resolve().parents[2] / "instance" / "classes.sqlite"
 MIGRATIONS = Path(__file__).resolve().parent / "class_migrations"
+CLASS_PAGE_PATH = "class"  # the URL path of the lecturer's page
+CODE_LINK_KEY, LECTURER_LINK_KEY = "class", "key"  # what the links call the class code and the lecturer key
 
 CODE_BYTES = 16  # 128 random bits: the student link's class code
 KEY_BYTES = 24  # 192 random bits: the lecturer link's key
@@ -185,6 +187,18 @@ def looks_like_a_code(text: str | None) -> bool:
     if not text or not 16 <= len(text) <= 64:
         return False
     return all(character.isascii() and (character.isalnum() or character in "-_") for character in text)
+
+
+def class_links(app_address: str, page_paths: tuple[str, ...], new: NewClass) -> tuple[str, str]:
+    """The student link (the welcome page, with the class code) and the lecturer link (the Class page, with the
+    code and the key), from the address the lecturer's browser shows, less the path of any page of the app."""
+    base = app_address.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+    for path in page_paths:
+        if path and base.endswith(f"/{path}"):
+            base = base.removesuffix(f"/{path}")
+            break
+    student = f"{base}/?{CODE_LINK_KEY}={new.code}"
+    return student, f"{base}/{CLASS_PAGE_PATH}?{CODE_LINK_KEY}={new.code}&{LECTURER_LINK_KEY}={new.lecturer_key}"
 
 
 def database_url(environment: dict[str, str] | None = None) -> str:

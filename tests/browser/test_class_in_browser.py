@@ -47,3 +47,22 @@ def test_the_spread_reaches_the_lecturer_and_the_reveal_reaches_the_student_with
         assert lecturer.requests_off_loopback() == [] and student.requests_off_loopback() == []
         log = (ARTIFACTS / "streamlit-class.log").read_text(encoding="utf-8")
         assert "Traceback" not in log and started.lecturer_key not in log and started.code not in log
+
+
+def test_the_links_a_started_class_shows_open_the_class_for_students_and_the_lecturer(new_context, tmp_path):
+    environment = {DATABASE_URL_VARIABLE: f"sqlite:///{tmp_path / 'classes.sqlite'}"}
+    with StreamlitServer(log_path=ARTIFACTS / "streamlit-class-links.log", environment=environment) as server:
+        lecturer = AppPage(new_context().new_page(), server.url).open("class")
+        lecturer.page.get_by_label("Class title").fill("Lecture 4")
+        lecturer.page.get_by_role("button", name="Start a class").click()
+        lecturer.page.locator("pre").nth(1).wait_for()
+        student_link, lecturer_link = lecturer.page.locator("pre").all_inner_texts()
+        assert student_link.startswith(f"{server.url}/?class=") and lecturer_link.startswith(f"{server.url}/class?")
+
+        student = AppPage(new_context().new_page(), server.url)
+        student.page.goto(student_link)
+        expect(student.page.get_by_text("Class: Lecture 4")).to_be_visible(timeout=LIVE_TIMEOUT_MS)
+        lecturer.page.goto(lecturer_link)
+        expect(lecturer.page.get_by_text("No answers yet")).to_be_visible(timeout=LIVE_TIMEOUT_MS)
+        expect(lecturer.page.get_by_text("Lecture 4 · open until")).to_be_visible()
+        assert student.exceptions() == [] and lecturer.exceptions() == []

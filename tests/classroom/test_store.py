@@ -204,3 +204,20 @@ def test_a_database_that_does_not_answer_is_named_as_such_not_as_a_crash(tmp_pat
 
 def _one_character_off(key: str) -> str:
     return key[:-1] + ("A" if key[-1] != "A" else "B")
+
+
+@pytest.mark.parametrize(
+    ("address", "base"),
+    [
+        ("http://127.0.0.1:8501/class", "http://127.0.0.1:8501"),
+        ("http://127.0.0.1:8501/class/", "http://127.0.0.1:8501"),
+        ("http://127.0.0.1:8501", "http://127.0.0.1:8501"),
+        ("https://uni.example/anatomy/attention?text=x", "https://uni.example/anatomy"),
+        ("", ""),
+    ],
+)
+def test_the_links_lead_to_the_app_from_whatever_page_the_lecturer_started_on(address, base):
+    started = classroom.NewClass("C" * 22, "K" * 32, classroom.ClassInfo("Lecture", classroom._now(), classroom._now()))
+    student, lecturer = classroom.class_links(address, ("home", "attention", "class"), started)
+    assert student == f"{base}/?class={'C' * 22}"
+    assert lecturer == f"{base}/class?class={'C' * 22}&key={'K' * 32}"

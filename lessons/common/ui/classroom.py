@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import streamlit as st
 
@@ -26,9 +27,10 @@ from lessons.common.class_figures import spread_figure
 from lessons.common.classroom import ClassError, ClassInfo, ClassStore, ClassStoreUnavailable, Question, Spread
 from lessons.common.safe_text import escape_markdown
 from lessons.common.ui import charts, linked
+from lessons.common.ui.frame import LESSONS
 
-CLASS_KEY = "class"  # link key: the class code, on every view of a student in a class
-LECTURER_KEY = "key"  # link key: the lecturer key, on the Class page only
+CLASS_KEY = classroom.CODE_LINK_KEY  # link key: the class code, on every view of a student in a class
+LECTURER_KEY = classroom.LECTURER_LINK_KEY  # link key: the lecturer key, on the Class page only
 STUDENT_COOKIE = "anatomy_student"  # the browser's anonymous id: a changed answer replaces the earlier one
 # How often the lecturer's live spread, and a page that waits (a student's for the reveal, the lecturer's for a
 # database that is down), look again. A room of students polls far more than one lecturer, so their pages look
@@ -260,7 +262,11 @@ def _wait_for_reveal(code: str, asked: str, response: Any, exercise: exercises.E
 
 
 def _clock(moment: datetime) -> str:
-    return moment.strftime("%H:%M UTC")
+    """A time as the reader's browser tells it (its time zone), else in UTC, named."""
+    try:
+        return moment.astimezone(ZoneInfo(st.context.timezone or "")).strftime("%H:%M")
+    except (ValueError, ZoneInfoNotFoundError):  # no zone, or one this machine does not know
+        return moment.strftime("%H:%M UTC")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -269,7 +275,7 @@ def _clock(moment: datetime) -> str:
 _STARTED = "_class_started"  # session state: the NewClass this session started (its secrets shown once)
 _CONFIRM_DELETE = "_class_confirm_delete"
 _START_PROBLEM = "_class_start_problem"
-PAGE = "class"  # the Class page's URL path
+PAGE = classroom.CLASS_PAGE_PATH
 
 
 def show_class_page() -> None:
@@ -329,15 +335,9 @@ def _start() -> None:
     st.session_state[_STARTED] = started
 
 
-def _links(started: classroom.NewClass) -> tuple[str, str]:
-    base = (st.context.url or "").rstrip("/")
-    student = f"{base}/?{CLASS_KEY}={started.code}"
-    lecturer = f"{base}/{PAGE}?{CLASS_KEY}={started.code}&{LECTURER_KEY}={started.lecturer_key}"
-    return student, lecturer
-
-
 def _show_links(started: classroom.NewClass) -> None:
-    student, lecturer = _links(started)
+    pages = tuple(lesson.name for lesson in LESSONS) + (PAGE,)
+    student, lecturer = classroom.class_links(st.context.url or "", pages, started)
     st.success(
         f"Class **{escape_markdown(started.info.title)}** started; open until {_clock(started.info.closes_at)}.",
         icon=":material/groups:",
