@@ -4,6 +4,7 @@ answer recorded for the class and its reveal held for the lecturer's, the lectur
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import pytest
 
@@ -141,3 +142,35 @@ def test_hostile_text_through_the_class_title_and_links_is_shown_as_written(stor
             assert "<b>" not in all_markdown(visited) and "<script>" not in all_markdown(visited)
     with store.engine.connect() as connection:
         assert connection.exec_driver_sql("SELECT count(*) FROM answers").scalar() == 0
+
+
+def test_the_lecturer_deletes_the_class_after_a_confirmation_and_its_link_then_opens_nothing(store):
+    started = store.start_class("Lecture 3", 90)
+    answer_exercise(open_exercise(LESSON, "count", text="a cat", query={"class": started.code}), 4)
+    lecturer = open_page(CLASS_PAGE, query={"class": started.code, "key": started.lecturer_key})
+    assert [button.key for button in lecturer.get("download_button")] == ["class_spread_csv", "class_answers_csv"]
+    lecturer.button(key="class_delete").click().run()
+    assert any("cannot be undone" in item.value for item in lecturer.warning)
+    assert store.find_class(started.code)  # not yet
+    lecturer.button(key="class_delete_now").click().run()
+    assert_clean(lecturer)
+    assert any("are deleted" in item.value for item in lecturer.success)
+    assert "class" not in lecturer.query_params and "key" not in lecturer.query_params
+    with pytest.raises(classroom.UnknownClass):
+        store.find_class(started.code)
+    with store.engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT count(*) FROM answers").scalar() == 0
+
+
+def test_in_a_closed_class_an_answer_is_not_recorded_and_is_revealed_at_once(store, monkeypatch):
+    started = store.start_class("Lecture 3", 5)
+    app = open_exercise(LESSON, "count", text="a cat", query={"class": started.code})
+    assert "Class: Lecture 3" in banner(app)
+    later = started.info.closes_at + timedelta(seconds=1)
+    monkeypatch.setattr(classroom, "_now", lambda: later)  # the clock passes the closing time
+    app = answer_exercise(app, 4)
+    assert_clean(app)
+    assert any("has closed" in item.value for item in app.warning)
+    assert any(item.value.startswith("Right") for item in app.success)  # shown at once: nobody will reveal it
+    assert app.get("plotly_chart")
+    assert store.spread(started.code, started.lecturer_key) == []

@@ -43,6 +43,7 @@ _STUDENT = "_class_student"  # session state: this browser's anonymous id
 _PENDING = "_class_pending"  # session state: answers not yet recorded, asked -> (Question, response, right)
 _PAGE = "_class_page"  # session state: the URL path of the page this run shows
 _PROBLEM = "_class_problem"  # session state: why the last answer could not be recorded (None: it was)
+_REFUSED = "_class_refused"  # session state: answers the class will never record (closed, a limit), by `asked`
 _YEAR_S = 365 * 24 * 3600
 INFO_CACHE_SECONDS = 15
 
@@ -198,20 +199,23 @@ def _send_pending(joined: Membership) -> None:
             return
         except ClassError as error:  # closed, deleted, a limit: it will not be recorded, and saying so is all
             st.session_state[_PROBLEM] = f"{error}"
+            st.session_state.setdefault(_REFUSED, set()).add(asked)
         else:
             st.session_state.pop(_PROBLEM, None)
         pending.pop(asked, None)
 
 
 def is_recorded(asked: str) -> bool:
-    return asked not in st.session_state.get(_PENDING, {})
+    return asked not in st.session_state.get(_PENDING, {}) and asked not in st.session_state.get(_REFUSED, set())
 
 
 def waiting_for_reveal(asked: str, response: Any, exercise: exercises.Exercise) -> bool:
     """Below a committed answer: True, in a class, until the lecturer reveals the answer (the page holds its
     figures back and offers to change the answer meanwhile, and says whether the answer is recorded)."""
     joined = membership()
-    if joined is None or _revealed(joined.code, asked) is not None:
+    if joined is None or asked in st.session_state.get(_REFUSED, set()) or not joined.info.is_open():
+        return False  # not in a class, or one that will never record it: the answer is shown at once
+    if _revealed(joined.code, asked) is not None:
         return False
     _wait_for_reveal(joined.code, asked, response, exercise)
     return True
@@ -275,12 +279,16 @@ def _clock(moment: datetime) -> str:
 _STARTED = "_class_started"  # session state: the NewClass this session started (its secrets shown once)
 _CONFIRM_DELETE = "_class_confirm_delete"
 _START_PROBLEM = "_class_start_problem"
+_DELETED = "_class_deleted"  # session state: the class on this page was just deleted
 PAGE = classroom.CLASS_PAGE_PATH
 
 
 def show_class_page() -> None:
     """Start a class, or (with the lecturer link) watch it answer, reveal, export and delete."""
     code, key = linked.in_link(CLASS_KEY), linked.in_link(LECTURER_KEY)
+    if st.session_state.pop(_DELETED, False):
+        st.success("The class and every answer in it are deleted.", icon=":material/delete_forever:")
+        code = key = None  # the address written at the end of this run no longer holds them
     if code is not None and key is not None:
         _show_lecturer_view(code, key)
         return
@@ -428,25 +436,49 @@ def _reveal(code: str, key: str, asked: str, revealed: bool) -> None:
 def _exports_and_delete(code: str, key: str) -> None:
     st.divider()
     st.markdown("**The class's answers**")
-    try:
-        spread_csv, answers_csv = ready_store().spread_csv(code, key), ready_store().answers_csv(code, key)
-    except ClassError as error:
-        st.error(escape_markdown(str(error)), icon=":material/cloud_off:")
-        return
     left, right, delete = st.columns(3)
+    # Written when pressed, from the database as it is then (the page around them is not redrawn every poll).
     left.download_button(
-        "Spread (CSV)", spread_csv, file_name="class-spread.csv", mime="text/csv", icon=":material/download:"
+        "Spread (CSV)",
+        lambda: ready_store().spread_csv(code, key),
+        file_name="class-spread.csv",
+        mime="text/csv",
+        icon=":material/download:",
+        key="class_spread_csv",
     )
     right.download_button(
-        "Every answer (CSV)", answers_csv, file_name="class-answers.csv", mime="text/csv", icon=":material/download:"
+        "Every answer (CSV)",
+        lambda: ready_store().answers_csv(code, key),
+        file_name="class-answers.csv",
+        mime="text/csv",
+        icon=":material/download:",
+        key="class_answers_csv",
     )
-    if delete.button("Delete the class…", icon=":material/delete:"):
-        st.session_state[_CONFIRM_DELETE] = True
+    delete.button(
+        "Delete the class…",
+        icon=":material/delete:",
+        key="class_delete",
+        on_click=lambda: st.session_state.update({_CONFIRM_DELETE: True}),
+    )
     if st.session_state.get(_CONFIRM_DELETE):
         st.warning("Delete the class and every answer in it? This cannot be undone: download them first.")
-        if st.button("Delete it now", type="primary", icon=":material/delete_forever:"):
-            ready_store().delete_class(code, key)
-            st.session_state.pop(_CONFIRM_DELETE, None)
-            linked.unpublish(CLASS_KEY)
-            linked.unpublish(LECTURER_KEY)
-            st.success("The class and its answers are deleted.")
+        st.button(
+            "Delete it now",
+            type="primary",
+            icon=":material/delete_forever:",
+            key="class_delete_now",
+            on_click=_delete,
+            args=(code, key),
+        )
+
+
+def _delete(code: str, key: str) -> None:
+    """The confirmation's callback, run before the page: the class and its answers go, and so does its link."""
+    st.session_state.pop(_CONFIRM_DELETE, None)
+    try:
+        ready_store().delete_class(code, key)
+    except ClassError as error:
+        st.session_state[_START_PROBLEM] = str(error)
+        return
+    st.session_state[_DELETED] = True
+    st.session_state.pop(_STARTED, None)
