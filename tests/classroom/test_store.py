@@ -221,3 +221,26 @@ def test_the_links_lead_to_the_app_from_whatever_page_the_lecturer_started_on(ad
     student, lecturer = classroom.class_links(address, ("home", "attention", "class"), started)
     assert student == f"{base}/?class={'C' * 22}"
     assert lecturer == f"{base}/class?class={'C' * 22}&key={'K' * 32}"
+
+
+def test_every_value_from_a_link_or_a_form_reaches_the_database_as_a_bound_parameter(store):
+    statements: list[str] = []
+    parameters: list[str] = []
+
+    @sa.event.listens_for(store.engine, "before_cursor_execute")
+    def record(_connection, _cursor, statement, bound, _context, _many) -> None:
+        statements.append(statement)
+        parameters.append(repr(bound))
+
+    marker = "Robert'); DROP TABLE answers;-- 😍"
+    started = store.start_class(marker, 90)
+    hostile = Question(f"q-{marker}", marker, marker, marker, (marker, "b"), 0, marker)
+    store.record_answer(started.code, f"student-{marker}", hostile, marker, True)
+    store.spread(started.code, started.lecturer_key)
+    store.reveal(started.code, started.lecturer_key, hostile.asked)
+    store.revealed(started.code, hostile.asked)
+    for value in (marker, started.code, started.lecturer_key, classroom.digest(started.code)):
+        assert not [statement for statement in statements if value in statement]
+    assert any(marker in bound for bound in parameters) and any(
+        classroom.digest(started.code) in bound for bound in parameters
+    )
