@@ -189,7 +189,7 @@ def looks_like_a_code(text: str | None) -> bool:
     return all(character.isascii() and (character.isalnum() or character in "-_") for character in text)
 
 
-def class_links(app_address: str, page_paths: tuple[str, ...], new: NewClass) -> tuple[str, str]:
+def class_links(app_address: str, page_paths: tuple[str, ...], code: str, key: str) -> tuple[str, str]:
     """The student link (the welcome page, with the class code) and the lecturer link (the Class page, with the
     code and the key), from the address the lecturer's browser shows, less the path of any page of the app."""
     base = app_address.split("?", 1)[0].split("#", 1)[0].rstrip("/")
@@ -197,8 +197,10 @@ def class_links(app_address: str, page_paths: tuple[str, ...], new: NewClass) ->
         if path and base.endswith(f"/{path}"):
             base = base.removesuffix(f"/{path}")
             break
-    student = f"{base}/?{CODE_LINK_KEY}={new.code}"
-    return student, f"{base}/{CLASS_PAGE_PATH}?{CODE_LINK_KEY}={new.code}&{LECTURER_LINK_KEY}={new.lecturer_key}"
+    return (
+        f"{base}/?{CODE_LINK_KEY}={code}",
+        f"{base}/{CLASS_PAGE_PATH}?{CODE_LINK_KEY}={code}&{LECTURER_LINK_KEY}={key}",
+    )
 
 
 def database_url(environment: dict[str, str] | None = None) -> str:

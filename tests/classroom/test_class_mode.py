@@ -174,3 +174,14 @@ def test_in_a_closed_class_an_answer_is_not_recorded_and_is_revealed_at_once(sto
     assert any(item.value.startswith("Right") for item in app.success)  # shown at once: nobody will reveal it
     assert app.get("plotly_chart")
     assert store.spread(started.code, started.lecturer_key) == []
+
+
+def test_the_lecturer_sees_the_newest_question_first_and_the_student_link_without_the_key(store):
+    started = store.start_class("Lecture 3", 90)
+    answer_exercise(open_exercise(LESSON, "count", text="a cat", query={"class": started.code}), 4)
+    answer_exercise(open_exercise(LESSON, "pieces", text="a cat", query={"class": started.code}), 1)
+    lecturer = open_page(CLASS_PAGE, query={"class": started.code, "key": started.lecturer_key})
+    headings = [item.value for item in lecturer.markdown if item.value.startswith("**") and ". " in item.value[:6]]
+    assert [heading[:5] for heading in headings] == ["**2. ", "**1. "]
+    (student_link,) = [block.value for block in lecturer.code]
+    assert student_link.endswith(f"/?class={started.code}") and started.lecturer_key not in student_link

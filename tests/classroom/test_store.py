@@ -217,8 +217,7 @@ def _one_character_off(key: str) -> str:
     ],
 )
 def test_the_links_lead_to_the_app_from_whatever_page_the_lecturer_started_on(address, base):
-    started = classroom.NewClass("C" * 22, "K" * 32, classroom.ClassInfo("Lecture", classroom._now(), classroom._now()))
-    student, lecturer = classroom.class_links(address, ("home", "attention", "class"), started)
+    student, lecturer = classroom.class_links(address, ("home", "attention", "class"), "C" * 22, "K" * 32)
     assert student == f"{base}/?class={'C' * 22}"
     assert lecturer == f"{base}/class?class={'C' * 22}&key={'K' * 32}"
 

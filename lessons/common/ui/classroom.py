@@ -343,9 +343,13 @@ def _start() -> None:
     st.session_state[_STARTED] = started
 
 
+def _links(code: str, key: str) -> tuple[str, str]:
+    """The student and lecturer links, from the address this browser shows."""
+    return classroom.class_links(st.context.url or "", (*(lesson.name for lesson in LESSONS), PAGE), code, key)
+
+
 def _show_links(started: classroom.NewClass) -> None:
-    pages = tuple(lesson.name for lesson in LESSONS) + (PAGE,)
-    student, lecturer = classroom.class_links(st.context.url or "", pages, started)
+    student, lecturer = _links(started.code, started.lecturer_key)
     st.success(
         f"Class **{escape_markdown(started.info.title)}** started; open until {_clock(started.info.closes_at)}.",
         icon=":material/groups:",
@@ -380,8 +384,11 @@ def _show_lecturer_view(code: str, key: str) -> None:
     st.subheader(f"{escape_markdown(info.title)} · {state}")
     st.caption(
         "Each exercise a student answered appears here with the answers so far, refreshed every few seconds. "
-        "Reveal one when the room has answered: every student on it then sees the answer and this spread."
+        "Reveal one when the room has answered: every student on it then sees the answer and this spread. "
+        "The newest question comes first."
     )
+    with st.expander("Student link", icon=":material/link:"):
+        st.code(_links(code, key)[0], language=None, wrap_lines=True)
     _live_spread(code, key)
     _exports_and_delete(code, key)
 
@@ -402,7 +409,7 @@ def _live_spread(code: str, key: str) -> None:
     if not spreads:
         st.info("No answers yet. Students answer an exercise (a lesson's “Check yourself” row) and it appears here.")
         return
-    for number, spread in enumerate(spreads, 1):
+    for number, spread in reversed(list(enumerate(spreads, 1))):  # the question being asked now, first
         question = spread.question
         with st.container(border=True):
             st.markdown(f"**{number}. {escape_markdown(question.title)}** · lesson “{escape_markdown(question.page)}”")
