@@ -59,7 +59,7 @@ class EncoderLayer(ResidualBlock):
         super().__init__(config)
         self.attention = MultiHeadAttention(config.width, config.num_heads)
         self.attention_norm = nn.LayerNorm(config.width, eps=config.layer_norm_eps)
-        self.feed_forward = FeedForward(config.width, config.ff_width, config.activation, config.dropout)
+        self.feed_forward = FeedForward(config.width, config.ff_width, config.activation)
         self.feed_forward_norm = nn.LayerNorm(config.width, eps=config.layer_norm_eps)
 
     def forward(self, x: Tensor, mask: Tensor | None = None, trace: bool = False) -> tuple[Tensor, LayerTrace | None]:
@@ -129,7 +129,7 @@ class DecoderLayer(ResidualBlock):
         )
         self.cross_attention_norm = make_norm(config.norm_kind, width, eps) if config.cross_attention else None
         self.feed_forward = FeedForward(
-            width, config.ff_width, config.activation, config.dropout, gated=config.feed_forward == "gated", bias=bias
+            width, config.ff_width, config.activation, gated=config.feed_forward == "gated", bias=bias
         )
         self.feed_forward_norm = make_norm(config.norm_kind, width, eps)
 

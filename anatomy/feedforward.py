@@ -35,7 +35,6 @@ class FeedForward(nn.Module):
         width: int,
         ff_width: int,
         activation: Activation = "gelu",
-        dropout: float = 0.0,
         *,
         gated: bool = False,
         bias: bool = True,
@@ -45,7 +44,6 @@ class FeedForward(nn.Module):
         self.gate = nn.Linear(width, ff_width, bias=bias) if gated else None
         self.expand = nn.Linear(width, ff_width, bias=bias)
         self.contract = nn.Linear(ff_width, width, bias=bias)
-        self.dropout = nn.Dropout(dropout)
 
     def forward(self, hidden: Tensor, trace: bool = False) -> tuple[Tensor, FeedForwardTrace | None]:
         """(B, T, D) -> (B, T, D), plus the hidden activations when trace=True."""
@@ -58,7 +56,7 @@ class FeedForward(nn.Module):
             gate_preactivation = self.gate(hidden)  # (B, T, F)
             activation = nonlinearity(gate_preactivation)
             activation *= preactivation  # the gate scales each unit (in place: one (B, T, F) buffer fewer)
-        output = self.dropout(self.contract(activation))  # (B, T, D)
+        output = self.contract(activation)  # (B, T, D); the block applies dropout, as to every sublayer's output
         if not trace:
             return output, None
         # The activations are not kept: the trace recomputes them from the pre-activations (see FeedForwardTrace).

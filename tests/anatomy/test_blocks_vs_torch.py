@@ -8,6 +8,8 @@ mean True = *masked*; ours mean True = *allowed*, so every mask handed to torch 
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from torch import nn
@@ -212,3 +214,23 @@ def test_decoder_layer_with_cross_attention_refuses_to_run_without_memory(target
     ours, _ = decoder_pair()
     with pytest.raises(ValueError, match="memory"):
         ours(target_and_memory[0])
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder"])
+def test_in_training_the_feed_forward_output_passes_dropout_once_as_in_the_paper(kind, hidden):
+    """ "Attention Is All You Need", §5.4: dropout on the output of each sub-layer, before it is added. An element
+    dropout keeps is scaled by 1/(1 − p), so with p = 0.5 what the feed-forward adds to the stream is 0 or twice
+    its contraction's output, element by element (4 times, had it passed dropout twice)."""
+    torch.manual_seed(0)
+    if kind == "encoder":
+        layer = EncoderLayer(dataclasses.replace(encoder_config("pre"), dropout=0.5))
+    else:
+        layer = DecoderLayer(DecoderConfig(width=WIDTH, num_heads=HEADS, ff_width=FF_WIDTH, num_layers=1, dropout=0.5))
+    layer.train()
+    contracted = []
+    layer.feed_forward.contract.register_forward_hook(lambda _module, _inputs, output: contracted.append(output))
+    _, trace = layer(hidden, trace=True)
+    added = trace.feed_forward_residual - trace.attention_residual  # pre-LN: the stream before and after
+    ratios = (added / contracted[0]).flatten()
+    kept = ratios[ratios.abs() > 1e-3]
+    assert len(kept) > 0 and torch.allclose(kept, torch.full_like(kept, 2.0), atol=1e-4)
