@@ -18,6 +18,10 @@ configuration: RMSNorm for LayerNorm, grouped-query attention with rotary positi
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
@@ -31,6 +35,17 @@ from anatomy.rotary import Rotation
 from anatomy.trace import LayerTrace
 
 
+@dataclass(frozen=True)
+class SublayerStep:
+    """One sublayer and its residual connection: what comes out, the residual sum, the norm's output, and the
+    sublayer's own trace (None unless traced)."""
+
+    output: Tensor
+    residual_sum: Tensor
+    norm_output: Tensor
+    trace: Any
+
+
 class ResidualBlock(nn.Module):
     """What every block shares: its norm placement and the dropout on each sublayer's output."""
 
@@ -39,17 +54,18 @@ class ResidualBlock(nn.Module):
         self.norm_placement: NormPlacement = config.norm
         self.dropout = nn.Dropout(config.dropout)
 
-    def before(self, norm: nn.Module, x: Tensor) -> Tensor:
-        """What a sublayer reads: the normalised stream (pre-LN) or the stream itself (post-LN)."""
-        return norm(x) if self.norm_placement == "pre" else x
-
-    def after(self, norm: nn.Module, residual_sum: Tensor) -> Tensor:
-        """What the next sublayer gets: the sum as it is (pre-LN) or normalised (post-LN)."""
-        return residual_sum if self.norm_placement == "pre" else norm(residual_sum)
-
-    def norm_output(self, sublayer_input: Tensor, after: Tensor) -> Tensor:
-        """The layer norm's own output, whichever side of the sublayer it sits on."""
-        return sublayer_input if self.norm_placement == "pre" else after
+    def sublayer(self, x: Tensor, norm: nn.Module, run: Callable[[Tensor], tuple[Tensor, Any]]) -> SublayerStep:
+        """`run` (a sublayer returning its output and trace) with its residual connection and norm:
+        pre-LN `x + run(norm(x))`, post-LN `norm(x + run(x))`, dropout on the sublayer's output either way."""
+        if self.norm_placement == "pre":
+            normed = norm(x)
+            output, trace = run(normed)
+            summed = x + self.dropout(output)
+            return SublayerStep(summed, summed, normed, trace)
+        output, trace = run(x)
+        summed = x + self.dropout(output)
+        normed = norm(summed)
+        return SublayerStep(normed, summed, normed, trace)
 
 
 class EncoderLayer(ResidualBlock):
@@ -64,30 +80,20 @@ class EncoderLayer(ResidualBlock):
 
     def forward(self, x: Tensor, mask: Tensor | None = None, trace: bool = False) -> tuple[Tensor, LayerTrace | None]:
         """(B, T, D) -> (B, T, D), and every intermediate when trace=True. `mask` may hide padding keys."""
-        layer_input = x
-
-        attention_input = self.before(self.attention_norm, x)
-        attended, attention = self.attention(attention_input, mask=mask, trace=trace)
-        attention_sum = x + self.dropout(attended)
-        x = self.after(self.attention_norm, attention_sum)
-        norm_outputs = {"attention_norm": self.norm_output(attention_input, x)}
-
-        feed_forward_input = self.before(self.feed_forward_norm, x)
-        transformed, feed_forward = self.feed_forward(feed_forward_input, trace=trace)
-        feed_forward_sum = x + self.dropout(transformed)
-        x = self.after(self.feed_forward_norm, feed_forward_sum)
-        norm_outputs["feed_forward_norm"] = self.norm_output(feed_forward_input, x)
-
+        attended = self.sublayer(x, self.attention_norm, lambda h: self.attention(h, mask=mask, trace=trace))
+        transformed = self.sublayer(
+            attended.output, self.feed_forward_norm, lambda h: self.feed_forward(h, trace=trace)
+        )
         if not trace:
-            return x, None
-        return x, LayerTrace(
-            input=layer_input,
-            attention=attention,
-            attention_residual=attention_sum,
-            feed_forward=feed_forward,
-            feed_forward_residual=feed_forward_sum,
-            output=x,
-            norm_outputs=norm_outputs,
+            return transformed.output, None
+        return transformed.output, LayerTrace(
+            input=x,
+            attention=attended.trace,
+            attention_residual=attended.residual_sum,
+            feed_forward=transformed.trace,
+            feed_forward_residual=transformed.residual_sum,
+            output=transformed.output,
+            norm_outputs={"attention_norm": attended.norm_output, "feed_forward_norm": transformed.norm_output},
         )
 
 
@@ -154,42 +160,39 @@ class DecoderLayer(ResidualBlock):
         causal = causal_mask(x.size(1), x.device, num_cached) if self.causal else None  # (T, S)
         self_mask = combine_masks(causal, mask)
 
-        attention_input = self.before(self.attention_norm, x)
-        attended, attention = self.attention(
-            attention_input, mask=self_mask, trace=trace, rotation=rotation, cache=cache
+        attended = self.sublayer(
+            x,
+            self.attention_norm,
+            lambda h: self.attention(h, mask=self_mask, trace=trace, rotation=rotation, cache=cache),
         )
-        attention_sum = x + self.dropout(attended)
-        x = self.after(self.attention_norm, attention_sum)
-        norm_outputs = {"attention_norm": self.norm_output(attention_input, x)}
-
-        cross_attention = cross_attention_sum = None
+        x = attended.output
+        norm_outputs = {"attention_norm": attended.norm_output}
+        read = None
         if self.cross_attention is not None and self.cross_attention_norm is not None:
             if memory is None:
                 raise ValueError("this decoder layer has cross-attention: pass the encoder output as memory")
-            cross_input = self.before(self.cross_attention_norm, x)
-            read, cross_attention = self.cross_attention(
-                queries_from=cross_input, keys_and_values_from=memory, mask=memory_mask, trace=trace
+            cross_attention = self.cross_attention
+            read = self.sublayer(
+                x,
+                self.cross_attention_norm,
+                lambda h: cross_attention(queries_from=h, keys_and_values_from=memory, mask=memory_mask, trace=trace),
             )
-            cross_attention_sum = x + self.dropout(read)
-            x = self.after(self.cross_attention_norm, cross_attention_sum)
-            norm_outputs["cross_attention_norm"] = self.norm_output(cross_input, x)
-
-        feed_forward_input = self.before(self.feed_forward_norm, x)
-        transformed, feed_forward = self.feed_forward(feed_forward_input, trace=trace)
-        feed_forward_sum = x + self.dropout(transformed)
-        x = self.after(self.feed_forward_norm, feed_forward_sum)
-        norm_outputs["feed_forward_norm"] = self.norm_output(feed_forward_input, x)
+            x = read.output
+            norm_outputs["cross_attention_norm"] = read.norm_output
+        transformed = self.sublayer(x, self.feed_forward_norm, lambda h: self.feed_forward(h, trace=trace))
+        x = transformed.output
+        norm_outputs["feed_forward_norm"] = transformed.norm_output
 
         if not trace:
             return x, None
         return x, LayerTrace(
             input=layer_input,
-            attention=attention,
-            attention_residual=attention_sum,
-            feed_forward=feed_forward,
-            feed_forward_residual=feed_forward_sum,
+            attention=attended.trace,
+            attention_residual=attended.residual_sum,
+            feed_forward=transformed.trace,
+            feed_forward_residual=transformed.residual_sum,
             output=x,
             norm_outputs=norm_outputs,
-            cross_attention=cross_attention,
-            cross_attention_residual=cross_attention_sum,
+            cross_attention=None if read is None else read.trace,
+            cross_attention_residual=None if read is None else read.residual_sum,
         )

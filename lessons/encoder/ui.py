@@ -306,8 +306,7 @@ def show_layer_norm(traced: TracedText) -> None:
     show_untrained_stacks(traced, unit_norm)
     widgets.show_source(
         analysis.main_path_norms,
-        ResidualBlock.before,
-        ResidualBlock.after,
+        ResidualBlock.sublayer,
         analysis.untrained_layers,
         analysis.main_path_growth,
     )

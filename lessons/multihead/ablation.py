@@ -161,14 +161,13 @@ def _states(trace: ModelTrace) -> list[Tensor]:
 def layer_with_heads_scaled(layer: EncoderLayer, layer_trace: LayerTrace, keep: Tensor) -> Tensor:
     """One block again, with head h's output multiplied by keep[h] (0 = off, 1 = as it was) before W_O.
 
-    The heads' outputs come from the trace, so their attention is not recomputed; the block's own rules
-    (`before` and `after`: pre-LN or post-LN) then add and normalise exactly as its forward does.
+    The heads' outputs come from the trace, so their attention is not recomputed; the block's own rule
+    (`sublayer`: pre-LN or post-LN) then adds and normalises exactly as its forward does.
     """
     head_outputs = layer_trace.attention.head_outputs * keep.view(1, -1, 1, 1)  # (B, H, T, d_head)
     attended = layer.attention.output(merge_heads(head_outputs))  # (B, T, D)
-    x = layer.after(layer.attention_norm, layer_trace.input + layer.dropout(attended))
-    transformed, _ = layer.feed_forward(layer.before(layer.feed_forward_norm, x))
-    return layer.after(layer.feed_forward_norm, x + layer.dropout(transformed))
+    attention = layer.sublayer(layer_trace.input, layer.attention_norm, lambda _read: (attended, None))
+    return layer.sublayer(attention.output, layer.feed_forward_norm, layer.feed_forward).output
 
 
 def cosine_similarity(original: Tensor, changed: Tensor) -> Tensor:
