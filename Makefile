@@ -44,8 +44,10 @@ bench: $(STAMP)
 train: $(STAMP)
 	$(PY) scripts/train_models.py
 
-# A lecture hall on this machine: REPLICAS hosted copies of the app behind nginx on PORT, a replica that dies
-# started again, Ctrl-C stops everything (docs/hosting.md). Needs Debian's nginx (see .ci/run).
+# A lecture hall on this machine: REPLICAS hosted copies of the app behind nginx on PORT, sharing a PostgreSQL
+# of their own for the class's answers, a replica that dies started again, Ctrl-C stops everything
+# (docs/hosting.md). Needs Debian's nginx, and its postgresql for the shared database (see .ci/run; without it
+# the replicas share one SQLite file).
 REPLICAS ?= 2
 PORT ?= 8501
 class: $(STAMP)

@@ -5,7 +5,13 @@ does through it.
 lesson once on each, renders the nginx configuration (deploy/nginx/anatomy.conf.template) into its own folder,
 and starts nginx there as an ordinary process with its own prefix, logs and temporary files. While it runs, a
 replica that exits is started again (on a new port, warmed up, then nginx reloaded). `stop` ends nginx, then
-every replica.
+every replica, then the database.
+
+The class's answers (lessons/common/classroom.py) must be shared by the replicas: the hall starts PostgreSQL
+beside them (harness/postgres.py: its own data, loopback only), runs the migrations once before any replica
+starts, and gives every replica its URL in ANATOMY_CLASS_DATABASE_URL. Where PostgreSQL is not installed, it
+says so and the replicas share one SQLite file in the hall's folder instead (they are on one machine). A URL
+given in the environment (an external database) is used as it is, and nothing is started.
 
 One Streamlit process keeps each session in its memory, so the proxy pins a browser to one replica by a
 cookie; see the template for how, and docs/hosting.md for why. `visit` is a browser's plain HTTP request
@@ -33,7 +39,9 @@ from pathlib import Path
 
 from harness.client import REPLICA_HEADER, cookie_header, remember_cookies
 from harness.load import run_coroutine, websocket_warm_up
+from harness.postgres import PostgresServer, postgres_binaries
 from harness.server import StreamlitServer, ends_with_its_parent, free_port, stop_process
+from lessons.common.classroom import DATABASE_URL_VARIABLE, ClassStore, describe
 
 ROOT = Path(__file__).resolve().parents[1]
 NGINX = Path(shutil.which("nginx") or "/usr/sbin/nginx")  # Debian: apt-get install nginx
@@ -227,6 +235,18 @@ class Nginx:
             stop_process(self.process)
 
 
+def class_database(folder: Path, environment: dict[str, str], binaries: Path | None) -> PostgresServer | str:
+    """Where the hall's replicas keep the class's answers: the URL `environment` gives, else a PostgreSQL server
+    under `folder` (not started yet) where `binaries` were found, else one SQLite file in `folder`."""
+    given = environment.get(DATABASE_URL_VARIABLE, "").strip()
+    if given:
+        return given
+    if binaries is not None:
+        return PostgresServer(folder / "postgres", binaries)
+    log.warning("PostgreSQL is not installed (no initdb): the replicas share one SQLite file in %s", folder)
+    return f"sqlite:///{folder / 'classes.sqlite'}"
+
+
 @dataclass(frozen=True)
 class Answer:
     status: int
@@ -252,7 +272,8 @@ def visit(url: str, cookies: dict[str, str], accept_encoding: str = "identity", 
 
 class Hall:
     """`replicas` hosted replicas of the app on loopback and nginx in front of them on `address`:`port` (a free
-    loopback port if none is given), everything they write under `folder`. A context manager, or start()/stop()."""
+    loopback port if none is given), and the class database they share (`class_database`), everything they
+    write under `folder`. A context manager, or start()/stop()."""
 
     def __init__(
         self,
@@ -262,6 +283,7 @@ class Hall:
         address: str = "127.0.0.1",
         environment: dict | None = None,
         warm_up: bool = True,
+        postgresql: bool = True,
     ):
         self.folder = folder
         self.warm_up = warm_up
@@ -276,6 +298,11 @@ class Hall:
             "STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32),
             **(environment or {}),
         }
+        binaries = postgres_binaries() if postgresql else None  # postgresql=False: the SQLite fallback
+        database = class_database(folder, {**os.environ, **self.environment}, binaries)
+        self.database = database if isinstance(database, PostgresServer) else None
+        self.database_url = database.url if isinstance(database, PostgresServer) else database
+        self.environment[DATABASE_URL_VARIABLE] = self.database_url
         self.replicas = [self._replica(index, free_port()) for index in range(replicas)]
         self.restarts: list[str] = []  # the name of each replica started again, in order
         self.restarting = threading.Event()  # cleared: a dead replica stays dead (a test of the fallback clears it)
@@ -300,6 +327,9 @@ class Hall:
 
     def start(self) -> Hall:
         self.folder.mkdir(parents=True, exist_ok=True)
+        if self.database is not None:
+            self.database.start()
+        self._migrate()
         for replica in self.replicas:
             replica.start()
         self._make_ready(self.replicas)
@@ -308,6 +338,16 @@ class Hall:
         wait_for_nginx(self.nginx, self.url, self.folder / "nginx.log")
         self._watcher.start()
         return self
+
+    def _migrate(self) -> None:
+        """The class tables brought to the newest migration once, before any replica starts (a replica would
+        otherwise run them on a student's first answer; the store's lock makes that safe, this makes it early)."""
+        store = ClassStore(self.database_url)
+        try:
+            store.upgrade()
+        finally:
+            store.engine.dispose()
+        log.info("class database: %s", describe(self.database_url))
 
     def _make_ready(self, replicas: list[StreamlitServer]) -> None:
         """Healthy, then every lesson opened once (in parallel over the replicas), before any student comes:
@@ -377,7 +417,8 @@ class Hall:
         return self.nginx
 
     def stop(self) -> None:
-        """nginx first (no new requests reach a replica that is going), then every replica."""
+        """nginx first (no new requests reach a replica that is going), then every replica, then the database
+        (a fast shutdown: it rolls back whatever a replica left open)."""
         self._stopping.set()
         if self._watcher.is_alive():
             self._watcher.join()
@@ -385,12 +426,16 @@ class Hall:
             stop_process(self.nginx)  # SIGTERM: nginx's fast shutdown, open websockets included
         for replica in self.replicas:
             replica.stop()
+        if self.database is not None:
+            self.database.close()
 
     def processes(self) -> dict[str, int]:
-        """Every process the hall runs, by name: nginx's master and each replica."""
+        """Every process the hall runs, by name: nginx's master, each replica, and PostgreSQL's postmaster."""
         running = {name: self.pid(name) for name in self.names}
         if self.nginx is not None:
             running["nginx"] = self.nginx.pid
+        if self.database is not None and self.database.process is not None:
+            running["postgresql"] = self.database.process.pid
         return running
 
     def __enter__(self) -> Hall:

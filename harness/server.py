@@ -47,10 +47,11 @@ def free_port() -> int:
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def stop_process(process: subprocess.Popen, timeout: float = 15) -> None:
-    """SIGTERM (a server's orderly, fast shutdown), then SIGKILL if it has not ended within `timeout` seconds."""
+def stop_process(process: subprocess.Popen, timeout: float = 15, stop_signal: int = signal.SIGTERM) -> None:
+    """`stop_signal` (SIGTERM: most servers' orderly, fast shutdown; PostgreSQL's is SIGINT), then SIGKILL if it
+    has not ended within `timeout` seconds."""
     if process.poll() is None:
-        process.terminate()
+        process.send_signal(stop_signal)
         try:
             process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -58,15 +59,15 @@ def stop_process(process: subprocess.Popen, timeout: float = 15) -> None:
             process.wait()
 
 
-def ends_with_its_parent(parent: int) -> Callable[[], None]:
-    """A `preexec_fn` for a child in a session of its own: Linux sends it SIGTERM when the thread that started
-    it ends, so a supervisor killed outright (SIGKILL, which it cannot catch to stop its children) leaves no
-    server behind. A child whose parent is already gone by then ends at once."""
+def ends_with_its_parent(parent: int, stop_signal: int = signal.SIGTERM) -> Callable[[], None]:
+    """A `preexec_fn` for a child in a session of its own: Linux sends it `stop_signal` when the thread that
+    started it ends, so a supervisor killed outright (SIGKILL, which it cannot catch to stop its children)
+    leaves no server behind. A child whose parent is already gone by then ends at once."""
 
     def in_the_child() -> None:
         libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM) != 0 or os.getppid() != parent:
-            os.kill(os.getpid(), signal.SIGTERM)
+        if libc.prctl(PR_SET_PDEATHSIG, stop_signal) != 0 or os.getppid() != parent:
+            os.kill(os.getpid(), stop_signal)
 
     return in_the_child
 

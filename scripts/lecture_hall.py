@@ -2,9 +2,11 @@
 
     make class REPLICAS=3 PORT=8501       # or: python scripts/lecture_hall.py --replicas 3 --port 8501
 
-Starts the replicas on free loopback ports and nginx on the given port (see harness/hall.py and
-docs/hosting.md), starts a replica again if it dies, and on Ctrl-C or SIGTERM stops nginx and every replica.
-Needs Debian's nginx (`apt-get install nginx libnginx-mod-http-brotli-filter`). Students reach it through
+Starts PostgreSQL for the class's answers (loopback only; one shared SQLite file where PostgreSQL is not
+installed), the replicas on free loopback ports and nginx on the given port (see harness/hall.py and
+docs/hosting.md), starts a replica again if it dies, and on Ctrl-C or SIGTERM stops nginx, every replica and
+the database. Needs Debian's nginx (`apt-get install nginx libnginx-mod-http-brotli-filter`) and, for the
+shared database, Debian's PostgreSQL (`apt-get install postgresql`). Students reach it through
 whatever forwards the port to them (a campus reverse proxy, or `--address 0.0.0.0`).
 """
 
@@ -20,6 +22,7 @@ import threading
 from pathlib import Path
 
 from harness.hall import Hall
+from lessons.common.classroom import describe
 
 
 def main() -> int:
@@ -43,8 +46,9 @@ def main() -> int:
         # One line a machine can read (the tests do), then one for people.
         print(json.dumps({"url": hall.url, "folder": str(folder), "processes": hall.processes()}), flush=True)
         print(f"{arguments.replicas} replicas behind nginx at {hall.url} (logs in {folder}); Ctrl-C stops them")
+        print(f"the class's answers: {describe(hall.database_url)}", flush=True)
         asked_to_stop.wait()
-        print("stopping nginx and the replicas", flush=True)
+        print("stopping nginx, the replicas and the class database", flush=True)
     return 0
 
 

@@ -1,5 +1,6 @@
 """Shared fixtures: the embedded all-MiniLM-L6-v2 twice, once as an anatomy model and once as the
-Hugging Face reference it must agree with. Both are loaded once per test session (about a second)."""
+Hugging Face reference it must agree with. Both are loaded once per test session (about a second). And one
+PostgreSQL server for the session's class-database tests (tests/classroom)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import pytest
 import torch
 
 from anatomy.checkpoints.pretrained import load_pretrained
+from harness.postgres import PostgresServer, postgres_binaries
+from tests.postgresql import MISSING
 
 
 @pytest.fixture(scope="session")
@@ -63,3 +66,15 @@ def no_autograd():
     `pytestmark = pytest.mark.usefixtures("no_autograd")` (not autouse, so other suites keep autograd)."""
     with torch.no_grad():
         yield
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory):
+    """One PostgreSQL server for the whole session (started in about a second), with crash safety off: a test
+    gets a database of its own on it (tests/classroom/conftest.py). Fails, never skips, where PostgreSQL is
+    missing: only tests collected for it ask for it (tests/postgresql.py)."""
+    binaries = postgres_binaries()
+    if binaries is None:
+        pytest.fail(MISSING, pytrace=False)
+    with PostgresServer(tmp_path_factory.mktemp("postgres"), binaries, durable=False) as server:
+        yield server

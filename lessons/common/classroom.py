@@ -240,7 +240,9 @@ class ClassStore:
 
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS))
-        with self._connection() as connection:
+        # One transaction, committed at the end: on PostgreSQL the DDL is transactional, and a connection closed
+        # without a commit would roll the new tables back (the advisory lock is held until that commit).
+        with self._transaction() as connection:
             if connection.dialect.name == "postgresql":  # replicas starting together: one migrates, the others wait
                 connection.execute(sa.text("SELECT pg_advisory_xact_lock(7402911)"))
             config.attributes["connection"] = connection

@@ -1,6 +1,6 @@
 """The deployment files that cannot run here, checked offline: the nginx configuration (rendered and passed
 through `nginx -t`), deploy/compose.yaml's structure, and the Kubernetes manifests against Kubernetes' own
-schemas (kubernetes-validate ships them: no cluster, no network)."""
+schemas (kubernetes-validate ships them: no cluster, no network), the class database's included."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ import pytest
 import yaml
 
 from harness import hall
+from lessons.common.classroom import DATABASE_URL_VARIABLE
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 MANIFESTS = sorted((DEPLOY / "kubernetes").glob("*.yaml"))
+DATABASE_MANIFEST = DEPLOY / "kubernetes" / "postgres.yaml"
 KUBERNETES_VERSION = "1.37.0"  # the newest schemas kubernetes-validate 1.37.0 carries
 LECTURE_SECONDS = 90 * 60
 
@@ -99,8 +101,10 @@ def test_the_validator_rejects_a_misspelt_field():
         kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
 
 
-def resources() -> dict[str, dict]:
-    return {resource["kind"]: resource for path in MANIFESTS for resource in yaml.safe_load_all(path.read_text())}
+def resources(manifests: list[Path] | None = None) -> dict[str, dict]:
+    """The app's resources by kind (the database's, in postgres.yaml, apart: it has a Service of its own)."""
+    manifests = manifests or [path for path in MANIFESTS if path != DATABASE_MANIFEST]
+    return {resource["kind"]: resource for path in manifests for resource in yaml.safe_load_all(path.read_text())}
 
 
 def test_the_pods_are_probed_on_streamlits_health_endpoint_and_request_the_memory_measured_with_a_class():
@@ -127,3 +131,44 @@ def test_the_ingress_pins_a_browser_by_cookie_and_keeps_websockets_open_for_a_le
     assert kinds["Service"]["spec"]["selector"] == kinds["Deployment"]["spec"]["selector"]["matchLabels"]
     target = kinds["HorizontalPodAutoscaler"]["spec"]["scaleTargetRef"]
     assert (target["kind"], target["name"]) == ("Deployment", kinds["Deployment"]["metadata"]["name"])
+
+
+def test_compose_gives_every_replica_the_one_postgresql_and_starts_them_once_it_is_healthy():
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    services, postgres = compose["services"], compose["services"]["postgres"]
+    assert postgres["image"] == "postgres:17" and "ports" not in postgres, "the database is for the replicas only"
+    (volume,) = postgres["volumes"]
+    assert volume.split(":") == ["class-answers", "/var/lib/postgresql/data"] and "class-answers" in compose["volumes"]
+    assert postgres["healthcheck"]["test"][:2] == ["CMD", "pg_isready"]
+    password = postgres["environment"]["POSTGRES_PASSWORD"]
+    assert password.startswith("${ANATOMY_DATABASE_PASSWORD:?"), "the password comes from the environment"
+    for index in range(hall.COMPOSE_REPLICAS):
+        replica = services[hall.replica_name(index)]
+        assert replica["environment"][DATABASE_URL_VARIABLE] == (
+            f"postgresql+psycopg://anatomy:{password}@postgres:5432/anatomy"
+        )
+        assert replica["depends_on"]["postgres"] == {"condition": "service_healthy"}
+
+
+def test_the_database_keeps_its_data_on_a_claimed_volume_and_every_pod_reads_its_url_from_one_secret():
+    database = resources([DATABASE_MANIFEST])
+    statefulset, service, secret = database["StatefulSet"], database["Service"], database["Secret"]
+    assert service["spec"]["clusterIP"] == "None" and statefulset["spec"]["serviceName"] == service["metadata"]["name"]
+    assert service["spec"]["selector"] == statefulset["spec"]["selector"]["matchLabels"]
+    (container,) = statefulset["spec"]["template"]["spec"]["containers"]
+    (claim,) = statefulset["spec"]["volumeClaimTemplates"]
+    assert container["image"] == "postgres:17"
+    assert [mount["name"] for mount in container["volumeMounts"]] == [claim["metadata"]["name"]]
+    environment = {variable["name"]: variable for variable in container["env"]}
+    assert environment["POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": secret["metadata"]["name"],
+        "key": "password",
+    }
+    assert environment["PGDATA"]["value"].startswith(container["volumeMounts"][0]["mountPath"] + "/")
+
+    (app,) = resources()["Deployment"]["spec"]["template"]["spec"]["containers"]
+    (url,) = [variable for variable in app["env"] if variable["name"] == DATABASE_URL_VARIABLE]
+    assert url["valueFrom"]["secretKeyRef"] == {"name": secret["metadata"]["name"], "key": "url"}
+    host = f"{statefulset['metadata']['name']}-0.{service['metadata']['name']}:5432"
+    assert f"@{host}/anatomy" in secret["stringData"]["url"]
+    assert f":{secret['stringData']['password']}@" in secret["stringData"]["url"]

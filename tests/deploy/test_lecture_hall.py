@@ -4,7 +4,8 @@ client at 127.0.0.1 as a class behind one campus NAT would be.
 Students are spread over the replicas and each stays on one (its pages, its static files, its websocket);
 nginx compresses Streamlit's JavaScript with gzip and brotli and lets browsers keep it; and a replica killed
 by its PID in the middle of a class fails its own students at once, who reconnect to a live replica, while
-every other student carries on. The one command (`make class`) stops everything on SIGTERM.
+every other student carries on. The replicas share one class database (PostgreSQL, or one SQLite file where
+it is not installed). The one command (`make class`) stops everything on SIGTERM.
 """
 
 from __future__ import annotations
@@ -22,12 +23,16 @@ from pathlib import Path
 from urllib.parse import parse_qsl
 
 import pytest
+import sqlalchemy as sa
 
 from harness.client import Tab
 from harness.hall import Hall, is_running, visit
 from harness.lecture import fingerprints, hold_class, summarise_class
 from harness.load import run_coroutine, websocket_student
+from harness.postgres import postgres_binaries
 from harness.room import VIEW_TIMEOUT_SECONDS, Tally
+from lessons.common.classroom import DATABASE_URL_VARIABLE, ClassStore
+from tests.postgresql import postgresql_required
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE_SECONDS = 20
@@ -35,6 +40,9 @@ CLASS_SECONDS = 15
 YEAR = 31_536_000
 
 pytestmark = pytest.mark.slow
+# The hall's own processes; PostgreSQL's postmaster among them where it is installed (CI requires it).
+WITH_POSTGRESQL = postgres_binaries() is not None or postgresql_required()
+HALL_PROCESSES = {"replica-0", "replica-1", "nginx"} | ({"postgresql"} if WITH_POSTGRESQL else set())
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +73,38 @@ def test_students_behind_one_address_are_spread_over_the_replicas_and_each_stays
     for replicas in replicas_seen:
         assert len(set(replicas)) == 1 and replicas[0] in hall.names, replicas  # page, bundle, health, websocket
     assert {replicas[0] for replicas in replicas_seen} == set(hall.names), replicas_seen
+
+
+def class_database_of(pid: int) -> str:
+    """The class database URL a running process was given (its environment, as /proc shows it)."""
+    environment = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    prefix = f"{DATABASE_URL_VARIABLE}=".encode()
+    (url,) = [entry[len(prefix) :].decode() for entry in environment if entry.startswith(prefix)]
+    return url
+
+
+def test_the_replicas_share_one_class_database_postgresql_where_it_is_installed(hall):
+    urls = {name: class_database_of(hall.pid(name)) for name in hall.names}
+    assert set(urls.values()) == {hall.database_url}, "every replica must be given the same database"
+    assert sa.engine.make_url(hall.database_url).get_backend_name() == ("postgresql" if WITH_POSTGRESQL else "sqlite")
+
+    # A class started through replica-0's URL is found, with a student's answer, through replica-1's.
+    first, second = (ClassStore(urls[name]) for name in hall.names)
+    started = first.start_class("Shared by the replicas", minutes=30)
+    assert second.find_class(started.code).title == "Shared by the replicas"
+    first.engine.dispose()
+    second.engine.dispose()
+
+
+def test_where_postgresql_is_not_installed_the_hall_still_starts_on_one_shared_sqlite_file(tmp_path):
+    with Hall(tmp_path, replicas=1, warm_up=False, postgresql=False) as sqlite_hall:
+        assert visit(f"{sqlite_hall.url}/_stcore/health", {}).status == 200
+        assert sqlite_hall.database_url == f"sqlite:///{tmp_path / 'classes.sqlite'}"
+        assert class_database_of(sqlite_hall.pid("replica-0")) == sqlite_hall.database_url
+        store = ClassStore(sqlite_hall.database_url)
+        assert sa.inspect(store.engine).has_table("classes"), "the hall runs the migrations before the replicas"
+        store.engine.dispose()
+        assert "postgresql" not in sqlite_hall.processes()
 
 
 def test_a_cookie_naming_a_replica_that_does_not_exist_gets_a_live_one_and_a_new_cookie(hall):
@@ -231,7 +271,7 @@ def test_the_one_command_starts_the_hall_and_stops_nginx_and_every_replica_on_si
     try:
         started = json.loads(hall.stdout.readline())
         assert visit(f"{started['url']}/_stcore/health", {}).status == 200
-        assert set(started["processes"]) == {"replica-0", "replica-1", "nginx"}
+        assert set(started["processes"]) == HALL_PROCESSES
         assert all(is_running(pid) for pid in started["processes"].values())
         hall.send_signal(signal.SIGTERM)
         assert hall.wait(timeout=60) == 0
@@ -248,6 +288,7 @@ def test_a_hall_killed_outright_leaves_no_replica_or_nginx_running(tmp_path):
     hall = subprocess.Popen([*command, "--cold"], cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ})
     try:
         started = json.loads(hall.stdout.readline())
+        assert set(started["processes"]) == HALL_PROCESSES
         assert all(is_running(pid) for pid in started["processes"].values())
     finally:
         hall.kill()
