@@ -176,6 +176,12 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def storable(text: str) -> str:
+    """Text any database keeps as it is: PostgreSQL refuses the NUL character in text (it becomes U+FFFD, the
+    replacement character), and UTF-8 has no lone surrogates (each becomes "?")."""
+    return text.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")
+
+
 def new_student_id() -> str:
     """A student's anonymous id, drawn once per browser: it says nothing of who they are."""
     return secrets.token_urlsafe(16)
@@ -271,7 +277,7 @@ class ClassStore:
 
     def start_class(self, title: str, minutes: int, now: datetime | None = None) -> NewClass:
         """A new class, open for `minutes` from now, and its two secrets."""
-        title = " ".join(title.split())[:MAX_TITLE_CHARACTERS] or "Class"
+        title = " ".join(storable(title).split())[:MAX_TITLE_CHARACTERS] or "Class"
         if not MIN_MINUTES <= minutes <= MAX_MINUTES:
             raise ClassError(f"A class stays open between {MIN_MINUTES} and {MAX_MINUTES} minutes.")
         now = now or _now()
@@ -397,7 +403,16 @@ class ClassStore:
     ) -> None:
         """Record a student's answer (replacing their earlier answer to the same question)."""
         now = now or _now()
-        response = response[:MAX_RESPONSE_CHARACTERS]
+        response = storable(response)[:MAX_RESPONSE_CHARACTERS]
+        question = Question(
+            asked=question.asked,
+            page=storable(question.page),
+            title=storable(question.title),
+            question=storable(question.question),
+            options=tuple(storable(option) for option in question.options),
+            decimals=question.decimals,
+            answer=storable(question.answer),
+        )
         student = digest(student_id)
         with self._transaction() as connection:
             row = self._class_row(connection, code)
@@ -525,6 +540,8 @@ class ClassStore:
             raise ClassStoreUnavailable(
                 "The class's database cannot be reached just now, so answers are not being recorded."
             ) from error
+        except sa_exc.DataError as error:  # a value this database will not hold, whatever `storable` missed
+            raise ClassError("This could not be stored for the class.") from error
 
     @contextmanager
     def _transaction(self) -> Iterator[sa.Connection]:

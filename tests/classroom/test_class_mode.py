@@ -25,10 +25,9 @@ CLASS_PAGE = "pages/class.py"
 
 
 @pytest.fixture
-def store(tmp_path, monkeypatch) -> classroom.ClassStore:
+def store(class_database_url, monkeypatch) -> classroom.ClassStore:
     """A class database of the test's own, the one the app's pages use too."""
-    url = f"sqlite:///{tmp_path / 'classes.sqlite'}"
-    monkeypatch.setenv(classroom.DATABASE_URL_VARIABLE, url)
+    monkeypatch.setenv(classroom.DATABASE_URL_VARIABLE, class_database_url)
     forget_every_class_cache()
     yield class_ui.ready_store()
     forget_every_class_cache()

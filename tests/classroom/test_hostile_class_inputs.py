@@ -17,8 +17,8 @@ CLASS_PAGE = "pages/class.py"
 
 
 @pytest.fixture
-def store(tmp_path, monkeypatch) -> classroom.ClassStore:
-    monkeypatch.setenv(classroom.DATABASE_URL_VARIABLE, f"sqlite:///{tmp_path / 'classes.sqlite'}")
+def store(class_database_url, monkeypatch) -> classroom.ClassStore:
+    monkeypatch.setenv(classroom.DATABASE_URL_VARIABLE, class_database_url)
     for cached in (class_ui.store, class_ui._class_info, class_ui._revealed_of_late):
         cached.clear()
     yield class_ui.ready_store()

@@ -25,8 +25,8 @@ NUMBER = Question("q-weight", "attention", "A weight", "The weight of *cat*?", (
 
 
 @pytest.fixture
-def store(tmp_path) -> ClassStore:
-    opened = ClassStore(f"sqlite:///{tmp_path / 'classes.sqlite'}")
+def store(class_database_url) -> ClassStore:
+    opened = ClassStore(class_database_url)
     opened.upgrade()
     return opened
 
@@ -243,3 +243,12 @@ def test_every_value_from_a_link_or_a_form_reaches_the_database_as_a_bound_param
     assert any(marker in bound for bound in parameters) and any(
         classroom.digest(started.code) in bound for bound in parameters
     )
+
+
+def test_text_no_database_keeps_as_it_is_is_stored_with_replacement_characters(store):
+    started = store.start_class("Lecture\x00 3", 90)
+    assert store.find_class(started.code).title == "Lecture\ufffd 3"
+    weird = Question("q-nul", "tokenization", "A\x00B", "Which\x00?", ("\x00", "\ud800"), 0, "\x00")
+    store.record_answer(started.code, "student-one-0123456789", weird, "\ud800", False)
+    (spread,) = store.spread(started.code, started.lecturer_key)
+    assert spread.question.options == ("\ufffd", "?") and spread.counts[1] == ("?", 1, False)
