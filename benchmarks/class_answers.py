@@ -15,13 +15,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 import tempfile
 from pathlib import Path
 
 from harness.answering import answer_together
 from harness.hall import Hall
-from lessons.common.classroom import DATABASE_URL_VARIABLE, ClassStore
+from lessons.common.classroom import ClassStore, describe
 
 
 def main() -> None:
@@ -32,9 +31,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="class-answers-") as folder, Hall(Path(folder), arguments.replicas) as hall:
-        url = hall.environment.get(DATABASE_URL_VARIABLE)
-        if not url:
-            sys.exit("this hall gives its replicas no class database")
+        url = hall.database_url
         print(
             f"{arguments.replicas} replica(s) behind nginx at {hall.url}; {arguments.students} students ...", flush=True
         )
@@ -42,7 +39,7 @@ def main() -> None:
         store.upgrade()
         result = asyncio.run(answer_together(hall.url, store, arguments.students, arguments.within))
         result["replicas"] = arguments.replicas
-        result["database"] = url.split(":", 1)[0]
+        result["database"] = describe(url)
     print(json.dumps(result, indent=2))
     if arguments.json:
         arguments.json.write_text(json.dumps(result, indent=2))

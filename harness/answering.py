@@ -138,6 +138,7 @@ def figures(answers: list[Answer], view: LecturerView, spread: Spread | None, se
         "round_trip_s": _quantiles(round_trips),
         "lecturer_lag_s": _quantiles(lags),
         "lecturer_refreshes": len(view.shown),
+        "lecturer_last_shown": view.shown[-1][1] if view.shown else 0,
         "lecturer_problems": view.problems,
         "students_per_replica": dict(Counter(answer.replica or "?" for answer in answers)),
         "problems": [f"student {answer.student}: {answer.problem}" for answer in answers if answer.problem][:10],

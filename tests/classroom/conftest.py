@@ -25,4 +25,6 @@ def class_database_url(request, tmp_path):
 
 
 # The tests of PostgreSQL alone: not collected where it is neither installed nor required.
-collect_ignore = [] if "postgresql" in backends(postgres_binaries()) else ["test_postgresql_server.py"]
+collect_ignore = (
+    [] if "postgresql" in backends(postgres_binaries()) else ["test_postgresql_server.py", "test_class_faults.py"]
+)

@@ -115,6 +115,7 @@ def _look_up(code: str) -> Membership | None:
             "reload in a minute to join it.",
             icon=":material/cloud_off:",
         )
+        linked.publish(CLASS_KEY, code)  # kept in the address: the reload joins
     except ClassError as error:
         st.warning(escape_markdown(str(error)) + " The lessons work as usual, outside a class.")
         linked.unpublish(CLASS_KEY)
@@ -365,6 +366,10 @@ def _show_links(started: classroom.NewClass) -> None:
 
 
 def _show_lecturer_view(code: str, key: str) -> None:
+    # The address keeps both whatever happens next: a lecturer whose page reloads during an outage, or who
+    # mistyped a character, still has the link they opened.
+    linked.publish(CLASS_KEY, code)
+    linked.publish(LECTURER_KEY, key)
     try:
         info = ready_store().lecturer_class(code, key)
     except ClassStoreUnavailable as error:
@@ -378,8 +383,6 @@ def _show_lecturer_view(code: str, key: str) -> None:
     except ClassError as error:
         st.error(escape_markdown(str(error)), icon=":material/lock:")
         return
-    linked.publish(CLASS_KEY, code)
-    linked.publish(LECTURER_KEY, key)
     state = f"open until {_clock(info.closes_at)}" if info.is_open() else f"closed at {_clock(info.closes_at)}"
     st.subheader(f"{escape_markdown(info.title)} · {state}")
     st.caption(
