@@ -6,7 +6,7 @@ from pathlib import Path
 import streamlit as st
 
 from lessons.common import memory
-from lessons.common.ui import charts, frame, history, linked, sidebar, theme, tour
+from lessons.common.ui import charts, frame, history, linked, sidebar, theme, tour, tour_builder
 
 memory.configure_allocator()  # before the model loads: freed tensors go back to the system (see memory.py)
 memory.exempt_late_imports()  # what an earlier run imported in bulk, out of every full collection
@@ -25,8 +25,10 @@ frame.add_browser_scripts(
 )
 linked.start_address()  # the sidebar and the page publish their choices into it...
 sidebar.render()
+page = lesson.url_path or "home"
 tour.show_picker()  # in the sidebar, below the text and model
-tour.show_bar(lesson.url_path or "home")  # while a tour runs: first on the page
+tour_builder.show(page)  # below it: a tour made of the views on screen
+tour.show_bar(page)  # while a tour runs: first on the page
 frame.mark_entrypoint()
 lesson.run()
 linked.write_address()  # ...and it goes to the address bar once: one history entry per view
