@@ -33,13 +33,14 @@ def add_this_view(app: AppTest) -> AppTest:
 
 
 def go_to(app: AppTest, page: str, query: dict[str, str] | None = None) -> AppTest:
-    """Another lesson, as the navigation opens it (with the link's parameters `query`), the builder open: AppTest
-    sends no widget's state with a page switch, so the section is opened again, as a click would."""
+    """Another lesson, as the navigation opens it (with the link's parameters `query`). Like a browser, AppTest
+    sends no widget's state with a page change: the builder stays open all the same."""
     app.query_params.clear()
     app.query_params.update(query or {})
     app.switch_page(page).run()
     assert_clean(app)
-    return open_expander(app, tour_builder.SECTION_KEY)
+    assert app.session_state[tour_builder.SECTION_KEY], "the builder closed on the way to another lesson"
+    return app
 
 
 def built(app: AppTest) -> list[Stop]:

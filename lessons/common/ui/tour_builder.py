@@ -72,7 +72,10 @@ def show(page: str) -> None:
     """The sidebar's "Build a tour" section (below the tour picker), on the page `page` ("home" for the welcome
     page). Like the picker, its content is sent only while it is open."""
     with st.sidebar:
-        section = widgets.expander_if_open("Build a tour", SECTION_KEY, icon=":material/edit_location_alt:")
+        # Open from lesson to lesson: the lecturer walks through them, adding views.
+        section = widgets.expander_if_open(
+            "Build a tour", SECTION_KEY, icon=":material/edit_location_alt:", across_pages=True
+        )
     if section is None:
         return
     built = draft()
@@ -166,34 +169,36 @@ def _edit(built: Draft, position: int, entry: DraftStop) -> None:
             placeholder="None: the learner's sentence",
         )
         _exercise(stop, prefix)
-        up, down, remove = st.columns(3)
+        # One row of small buttons, each as wide as its label: in three columns of the sidebar's width the
+        # labels had no room and showed as bare icons.
         last = len(built.stops) - 1
-        up.button(
-            "Up",
-            key=f"{prefix}_up",
-            icon=":material/arrow_upward:",
-            disabled=position == 0,
-            on_click=_move,
-            args=(entry.number, -1),
-            width="stretch",
-        )
-        down.button(
-            "Down",
-            key=f"{prefix}_down",
-            icon=":material/arrow_downward:",
-            disabled=position == last,
-            on_click=_move,
-            args=(entry.number, 1),
-            width="stretch",
-        )
-        remove.button(
-            "Remove",
-            key=f"{prefix}_remove",
-            icon=":material/delete:",
-            on_click=_remove,
-            args=(entry.number,),
-            width="stretch",
-        )
+        with st.container(horizontal=True, gap="small", key=f"{prefix}_moves"):
+            st.button(
+                "Up",
+                key=f"{prefix}_up",
+                icon=":material/arrow_upward:",
+                disabled=position == 0,
+                on_click=_move,
+                args=(entry.number, -1),
+                type="tertiary",
+            )
+            st.button(
+                "Down",
+                key=f"{prefix}_down",
+                icon=":material/arrow_downward:",
+                disabled=position == last,
+                on_click=_move,
+                args=(entry.number, 1),
+                type="tertiary",
+            )
+            st.button(
+                "Remove",
+                key=f"{prefix}_remove",
+                icon=":material/delete:",
+                on_click=_remove,
+                args=(entry.number,),
+                type="tertiary",
+            )
 
 
 def _exercise(stop: tours.Stop, prefix: str) -> None:
@@ -265,9 +270,8 @@ def _play_and_download(built: Draft) -> None:
     except TourError as error:
         st.error(f"Not yet a tour to play or download: {visible(str(error))}", icon=":material/error:")
         return
-    play, download = st.columns(2)
-    play.button("Play this tour", key="tour_build_play", icon=":material/play_arrow:", on_click=_play, width="stretch")
-    download.download_button(
+    st.button("Play this tour", key="tour_build_play", icon=":material/play_arrow:", on_click=_play, width="stretch")
+    st.download_button(
         "Download as TOML",
         tours.write_tour(playable),
         file_name=file_name(playable.title),
