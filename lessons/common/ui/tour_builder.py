@@ -99,6 +99,7 @@ def _field(draw: Any, label: str, key: str, value: str, max_chars: int | None = 
 
 
 def _adding(built: Draft, page: str) -> None:
+    """The next stop's sentence (the learner's, or the sidebar's now), and the button that adds the view."""
     if "tour_build_sentence" not in st.session_state:
         st.session_state["tour_build_sentence"] = built.fix_sentence
     built.fix_sentence = st.radio(
