@@ -6,7 +6,7 @@ from pathlib import Path
 import streamlit as st
 
 from lessons.common import memory
-from lessons.common.ui import charts, classroom, frame, history, linked, sidebar, theme, tour
+from lessons.common.ui import charts, classroom, frame, history, linked, sidebar, theme, tour, tour_builder
 
 memory.configure_allocator()  # before the model loads: freed tensors go back to the system (see memory.py)
 memory.exempt_late_imports()  # what an earlier run imported in bulk, out of every full collection
@@ -24,10 +24,12 @@ frame.add_browser_scripts(
     history.SCRIPT,  # one entry in the browser's history per action of the learner, a page change included
 )
 linked.start_address()  # the sidebar and the page publish their choices into it...
-classroom.join(lesson.url_path or "home")  # a student link's class: its banner, first on the page
+page = lesson.url_path or "home"
+classroom.join(page)  # a student link's class: its banner, first on the page
 sidebar.render()
 tour.show_picker()  # in the sidebar, below the text and model
-tour.show_bar(lesson.url_path or "home")  # while a tour runs: first on the page
+tour_builder.show(page)  # below it: a tour made of the views on screen
+tour.show_bar(page)  # while a tour runs: first on the page
 frame.mark_entrypoint()
 lesson.run()
 linked.write_address()  # ...and it goes to the address bar once: one history entry per view

@@ -16,7 +16,8 @@ own (token positions in its link, notes about a given word), which it names in `
 announces. An exercise the link opens must be one its lesson offers. Files are read with the standard
 library's `tomllib` and checked here, so that a mistake is named with its place in the file ("stop 3: …") and
 nothing in a file (a web address, markup) does anything but be shown as written. The tours shipped with the
-app are in the `tours/` folder.
+app are in the `tours/` folder. `write_tour` writes a tour in the same format (the sidebar's tour builder
+downloads what it writes), and what it writes reads back as the same tour.
 
 This module holds no Streamlit: `lessons.common.ui.tour` offers the tours and draws the tour bar.
 """
@@ -44,6 +45,10 @@ MAX_TEXT_CHARACTERS = 2_000  # a stop's own sentence travels in the link as it i
 TOO_LARGE = f"The file is larger than {MAX_FILE_BYTES // 1000} kB: a tour needs far less."
 TOUR_KEYS = {"title", "description", "stop"}
 STOP_KEYS = {"title", "link", "text", "notes"}
+FILE_HEADER = "# A guided tour of Transformer Anatomy (docs/teaching.md describes the format)."
+# What a TOML basic string must escape (TOML 1.0, "String"): the quotation mark, the backslash and the control
+# characters; the short escapes where TOML has one, \uXXXX for the other controls, DEL (U+007F) included.
+_TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
 
 class TourError(ValueError):
@@ -76,6 +81,11 @@ class Stop:
         """The stop as a link relative to the app: "attention?att_source=model"."""
         path = "" if self.page == "home" else self.page
         return f"{path}?{urlencode(self.parameters)}" if self.parameters else path
+
+    @property
+    def file_link(self) -> str:
+        """The stop's `link` as its file writes it: the page and the link's parameters, never the text."""
+        return f"{self.page}?{urlencode(self.query)}" if self.query else self.page
 
 
 @dataclass(frozen=True)
@@ -128,6 +138,33 @@ def shipped_tours(pages: Mapping[str, Page], folder: Path = SHIPPED_FOLDER) -> d
     the error is raised, and a test reads every one."""
     paths = sorted(folder.glob("*.toml"), key=lambda path: (path.stem != "default", path.stem))
     return {path.stem: read_tour_file(path, pages) for path in paths}
+
+
+def write_tour(tour: Tour) -> str:
+    """The tour as a TOML file in the format `read_tour` reads, which reads it back as the same tour. Every
+    value is written as a TOML basic string, escaped character by character (a note may hold quotes,
+    backslashes, line breaks, `]]`, three quotation marks in a row), never pasted between quotes as it is."""
+    lines = [FILE_HEADER, f"title = {toml_string(tour.title)}"]
+    if tour.description:
+        lines.append(f"description = {toml_string(tour.description)}")
+    for stop in tour.stops:
+        lines += ["", "[[stop]]"]
+        if stop.title:
+            lines.append(f"title = {toml_string(stop.title)}")
+        lines.append(f"link = {toml_string(stop.file_link)}")
+        if stop.text:
+            lines.append(f"text = {toml_string(stop.text)}")
+        if stop.notes:
+            lines.append(f"notes = {toml_string(stop.notes)}")
+    return "\n".join(lines) + "\n"
+
+
+def toml_string(text: str) -> str:
+    """`text` as a TOML basic string, in double quotes: it reads back as exactly `text`."""
+    escaped = (
+        _TOML_ESCAPES.get(char) or (f"\\u{ord(char):04X}" if char < " " or char == "\x7f" else char) for char in text
+    )
+    return '"' + "".join(escaped) + '"'
 
 
 def _read_stop(raw: object, number: int, pages: Mapping[str, Page]) -> Stop:

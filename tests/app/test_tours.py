@@ -3,16 +3,18 @@ them (lessons.common.ui.tour). Clicking and keying through a tour in a real brow
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Iterator
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from harness import hostile
 from harness.apptest import APP, TIMEOUT_SECONDS, assert_clean, open_expander, open_page
 from lessons.attention import links as attention_links
 from lessons.common import tours
 from lessons.common.safe_text import escape_markdown
-from lessons.common.tours import TourError, read_tour
+from lessons.common.tours import Stop, Tour, TourError, read_tour
 from lessons.common.ui import tour as tour_ui
 
 PAGES = tour_ui.pages()
@@ -309,3 +311,75 @@ def test_a_link_naming_only_the_tour_and_a_stop_opens_that_stops_own_view():
         assert app.query_params[key] == value
     assert [title.value for title in app.title] == ["Multi-head comparison"]
     assert "stop 4 of 6" in app.get("progress")[0].proto.text
+
+
+# ----- writing a tour file (what the sidebar's tour builder downloads) ----------------------------------------
+
+# Beside the hostile corpus: what would end a TOML string or table early if pasted between quotes as it is.
+TOML_BREAKERS = {
+    "quotes": "He said \"stop\" and 'go'",
+    "triple_quotes": '""" and \'\'\' and """\nnotes = "injected"',
+    "brackets": ']]\n[[stop]]\nlink = "https://example.com"',
+    "backslash_at_the_end": "C:\\new\\table\\",
+    "escape_lookalikes": '\\u0041 \\n \\t \\" \\\\',
+    "comment": "# not a comment = true",
+}
+
+
+def stop_written_with(text: str) -> Stop:
+    """A stop whose every field holds `text` (cut to each field's limit, and stripped, as a file is read)."""
+    return Stop(
+        page="multihead",
+        query=(("mh_layer", text[:500]), ("exercise", "previous"), ("blank", "")),
+        title=text[: tours.MAX_TITLE_CHARACTERS].strip() or "t",
+        notes=text[: tours.MAX_NOTES_CHARACTERS].strip(),
+        text=text[: tours.MAX_TEXT_CHARACTERS].strip(),
+    )
+
+
+@pytest.mark.parametrize("name", [*TOML_BREAKERS, *hostile.TEXTS])
+def test_a_written_tour_reads_back_as_the_same_tour_whatever_its_text_holds(name):
+    text = TOML_BREAKERS.get(name) or hostile.TEXTS[name]
+    tour = Tour(
+        title=text[: tours.MAX_TITLE_CHARACTERS].strip() or "t",
+        description=text[: tours.MAX_NOTES_CHARACTERS].strip(),
+        stops=(stop_written_with(text), Stop(page="home", query=(), title="Welcome", notes="")),
+    )
+    assert read_tour(tours.write_tour(tour), PAGES) == tour
+
+
+def test_every_shipped_tour_written_again_reads_back_the_same():
+    for name, tour in tours.shipped_tours(PAGES).items():
+        assert read_tour(tours.write_tour(tour), PAGES) == tour, name
+
+
+def test_a_written_tour_is_the_format_a_teacher_writes_by_hand():
+    tour = Tour(
+        title="Two stops",
+        description="",
+        stops=(
+            Stop(page="attention", query=(("att_source", "toy"),), title="Scores", notes='Ask "why"?', text="a\tb"),
+            Stop(page="home", query=(), title="Welcome", notes=""),
+        ),
+    )
+    assert tours.write_tour(tour) == (
+        f"{tours.FILE_HEADER}\n"
+        'title = "Two stops"\n'
+        "\n"
+        "[[stop]]\n"
+        'title = "Scores"\n'
+        'link = "attention?att_source=toy"\n'
+        'text = "a\\tb"\n'
+        'notes = "Ask \\"why\\"?"\n'
+        "\n"
+        "[[stop]]\n"
+        'title = "Welcome"\n'
+        'link = "home"\n'
+    )
+
+
+def test_a_toml_string_reads_back_as_every_character_it_was_written_from():
+    characters = [chr(code) for code in range(0x3000) if not 0xD800 <= code <= 0xDFFF] + ["😍", "\U0010ffff"]
+    text = "".join(characters)
+    assert tomllib.loads(f"value = {tours.toml_string(text)}")["value"] == text
+    assert tours.toml_string('a"b\\c\nd\x7f') == '"a\\"b\\\\c\\nd\\u007F"'

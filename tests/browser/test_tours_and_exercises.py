@@ -89,3 +89,53 @@ def test_an_exercise_is_answered_with_the_keyboard_alone(app):
     app.page.keyboard.press("Enter")
     app.page.get_by_text("Right: head 2.").wait_for()
     app.wait_until_painted(min_plots=1)
+
+
+def go_to_lesson(app, title: str, path: str) -> None:
+    """Another lesson, by the sidebar's navigation: the same browser session, so the tour being built stays."""
+    app.page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title).click()
+    app.page.wait_for_url(f"**/{path}*")
+    app.wait_until_painted()
+
+
+def add_this_view(app, number: int) -> None:
+    app.page.get_by_role("button", name="Add this view as a stop").click()
+    app.page.locator(f".st-key-tour_build_{number - 1}_box").wait_for()
+    app.wait_until_painted()
+
+
+def test_a_lecturer_builds_a_tour_from_three_views_downloads_it_and_plays_it(app, tmp_path: Path):
+    app.open("attention", att_source="toy", att_step=2)
+    app.page.get_by_text("Build a tour").click()
+    title = app.page.get_by_role("textbox", name="Tour title")
+    title.fill("Attention, day 1")
+    title.press("Enter")  # each field is sent with the next click, which waits for the stop it adds
+    add_this_view(app, 1)
+    go_to_lesson(app, "Multi-head comparison", "multihead")
+    add_this_view(app, 2)
+    notes = app.page.locator(".st-key-tour_build_1_notes textarea")
+    notes.fill('Find the head that looks one token back: "previous".')
+    notes.press("Control+Enter")
+    go_to_lesson(app, "Causal masking", "causal")
+    app.page.get_by_text("the sidebar's, now").click()  # this stop keeps the sentence in the sidebar
+    add_this_view(app, 3)
+    assert not app.exceptions()
+    app.screenshot("tour-builder")
+    with app.page.expect_download() as started:
+        app.page.get_by_role("button", name="Download as TOML").click()
+    assert started.value.suggested_filename == "attention-day-1.toml"
+    path = tmp_path / started.value.suggested_filename
+    started.value.save_as(path)
+    built = tours.read_tour_file(path, tour_ui.pages())
+    assert built.title == "Attention, day 1"
+    assert [stop.page for stop in built.stops] == ["attention", "multihead", "causal"]
+    assert dict(built.stops[0].query).items() >= {"att_source": "toy", "att_step": "2"}.items()
+    assert built.stops[1].notes == 'Find the head that looks one token back: "previous".'
+    assert (built.stops[0].text, built.stops[2].text) == ("", "time flies like an arrow")
+    app.page.get_by_role("button", name="Play this tour").click()
+    wait_for_stop(app, 1)
+    assert app.title() == "Scaled dot-product attention, step by step"
+    assert "Tour: Attention, day 1 · stop 1 of 3" in progress_text(app)
+    assert app.query()["att_step"] == "2" and app.query()["tour"] == tour_ui.BUILT
+    app.screenshot("tour-built-playing")
+    assert not app.exceptions()

@@ -5,7 +5,8 @@ opens a tour at any stop. Previous and Next (or the left and right arrow keys) o
 link. The learner's text stays from stop to stop, except at a stop with a sentence of its own, which the bar
 announces. Tours come from the app's `tours/` folder, from a folder the operator names in ANATOMY_TOURS (the way to
 offer a class its own tours on a hosted server), and, for one browser session, from a file the teacher
-uploads or, when the app runs on their own computer, names by its path. What a file says is shown as written.
+uploads or, when the app runs on their own computer, names by its path, and from the sidebar's tour builder
+(`tour_builder`). What a file says is shown as written.
 """
 
 from __future__ import annotations
@@ -24,10 +25,14 @@ from lessons.common.ui import frame, linked, widgets
 
 TOUR, STOP = tours.RESERVED_KEYS  # link keys and session state
 NO_TOUR = ""
-YOURS = "yours"  # the name of the tour a teacher gave in this session
+YOURS = "yours"  # the name of the tour a teacher gave in this session (a file)
+BUILT = "built"  # the name of the tour a teacher built in this session's sidebar (tour_builder)
 OPERATOR_VARIABLE = "ANATOMY_TOURS"  # a folder of tour files the operator offers besides the shipped ones
 KEPT_ACROSS_STOPS = (tours.TEXT_KEY, "model", "present")  # the sidebar's choices, kept from stop to stop
-_YOUR_TOUR = "_tour_yours"  # session state: the Tour uploaded (or read from a path) in this session
+# Session state: the tours of this session only, by their names in links: the Tour uploaded (or read from a
+# path), and the one built in the sidebar. Two names, so that a file left in the uploader, read again on every
+# run, never takes the place of the tour the teacher built.
+SESSION_TOURS = {YOURS: "_tour_yours", BUILT: "_tour_built"}
 _GO_TO = "_tour_go_to"  # session state: the stop a Previous or Next button asked for
 
 
@@ -69,10 +74,15 @@ def available() -> dict[str, Tour]:
     folder = os.environ.get(OPERATOR_VARIABLE)
     if folder:
         offered.update({name: tour for name, tour in operator_tours(folder)[0].items() if name not in offered})
-    yours = st.session_state.get(_YOUR_TOUR)
-    if yours is not None:
-        offered[YOURS] = yours
+    for name, key in SESSION_TOURS.items():
+        if st.session_state.get(key) is not None:
+            offered[name] = st.session_state[key]
     return offered
+
+
+def offer_in_this_session(name: str, tour: Tour) -> None:
+    """Offer `tour` under `name` (one of SESSION_TOURS) to this browser session only."""
+    st.session_state[SESSION_TOURS[name]] = tour
 
 
 # ----- the bar ----------------------------------------------------------------------------------------
@@ -123,7 +133,7 @@ def show_bar(page: str) -> None:
             st.caption(f"This stop uses its own sentence, now in the sidebar: “{visible(stop.text)}”.")
         if stop.page != page:
             st.caption(f"This page is not the stop's own: Previous and Next go on from stop {number}.")
-        if name == YOURS:
+        if name in SESSION_TOURS:
             st.caption("Your own tour lives in this browser session only: its links open it nowhere else.")
         back, forward, leave = st.columns([1, 1, 1])
         back.button(
@@ -212,7 +222,7 @@ def show_picker() -> None:
             tour = offered[chosen]
             if tour.description:
                 st.caption(visible(tour.description))
-            st.button("Start the tour", key="tour_start", icon=":material/play_arrow:", on_click=_start, args=(chosen,))
+            st.button("Start the tour", key="tour_start", icon=":material/play_arrow:", on_click=start, args=(chosen,))
         _your_own()
         folder = os.environ.get(OPERATOR_VARIABLE)
         for problem in operator_tours(folder)[1] if folder else ():
@@ -230,7 +240,8 @@ def _restore_kept(offered: dict[str, Tour]) -> None:
             st.session_state[key] = value
 
 
-def _start(name: str) -> None:
+def start(name: str) -> None:
+    """Start the tour `name` at its first stop (a button's callback: the bar opens the stop as the page runs)."""
     linked.set_value(TOUR, name)
     st.session_state[_GO_TO] = 1
 
@@ -261,6 +272,6 @@ def _your_own() -> None:
     except TourError as error:
         st.error(visible(str(error)), icon=":material/error:")
         return
-    st.session_state[_YOUR_TOUR] = yours
+    offer_in_this_session(YOURS, yours)
     st.caption(f"Read “{visible(yours.title)}”: {len(yours.stops)} stop{'s' if len(yours.stops) != 1 else ''}.")
-    st.button("Start your tour", key="tour_start_yours", icon=":material/play_arrow:", on_click=_start, args=(YOURS,))
+    st.button("Start your tour", key="tour_start_yours", icon=":material/play_arrow:", on_click=start, args=(YOURS,))

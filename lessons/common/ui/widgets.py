@@ -54,12 +54,21 @@ def show_aligned_lines(lines: Iterable[str]) -> None:
     st.markdown(aligned_lines_markdown(lines))
 
 
-def expander_if_open(label: str, key: str, expanded: bool = False, icon: str | None = None):
+def expander_if_open(label: str, key: str, expanded: bool = False, icon: str | None = None, across_pages: bool = False):
     """An expander whose content is sent only while it is open: the expander to fill, or None while it is
     closed. Opening or closing it reruns the page (from the caches). Content in a closed plain expander is
     still sent, and the browser loads the code to draw it (1.2 MB for a table) before the page counts as
-    painted."""
+    painted.
+
+    `across_pages`: left open, it is open on the next page too. Streamlit forgets every widget's state on a
+    page change, the expander's among them (it would close), so whether it was open is kept under a key no
+    widget has, and given back when its own state is gone (a click that closes it leaves a state: False)."""
+    kept = f"_{key}_was_open"
+    if across_pages and key not in st.session_state and st.session_state.get(kept):
+        st.session_state[key] = True
     expander = st.expander(label, expanded=expanded, key=key, icon=icon, on_change="rerun")
+    if across_pages:
+        st.session_state[kept] = expander.open
     return expander if expander.open else None
 
 
