@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from harness.browser import ARTIFACTS, ROOT, VIEWPORT, AppPage
+from harness.postgres import postgres_binaries
 from harness.server import CHROMIUM, LoopbackRecorder, StreamlitServer, chromium_launch_options
+from tests.postgresql import backends
+
+# A class's database stopped and started again needs PostgreSQL: collected where it is installed, and in CI,
+# which requires it (tests/postgresql.py).
+collect_ignore = [] if "postgresql" in backends(postgres_binaries()) else ["test_class_outage_in_browser.py"]
 
 
 def pytest_collection_modifyitems(config, items):
