@@ -38,6 +38,18 @@ def forget_every_class_cache() -> None:
         cached.clear()
 
 
+def answers_stored(store: classroom.ClassStore) -> int:
+    with store.engine.connect() as connection:
+        return connection.exec_driver_sql("SELECT count(*) FROM answers").scalar()
+
+
+def a_class_with_one_answer(store: classroom.ClassStore):
+    """A class, one student's right answer to the tokenization lesson's "count", and the lecturer's page."""
+    started = store.start_class("Lecture 3", 90)
+    answer_exercise(open_exercise(LESSON, "count", text="a cat", query={"class": started.code}), 4)
+    return started, open_page(CLASS_PAGE, query={"class": started.code, "key": started.lecturer_key})
+
+
 def banner(app) -> str:
     return "\n".join(item.value for item in app.info if "Class:" in item.value)
 
@@ -99,14 +111,11 @@ def test_an_answer_is_recorded_for_the_class_and_its_reveal_waits_for_the_lectur
 def test_outside_a_class_an_answer_is_revealed_at_once_and_nothing_is_stored(store):
     app = answer_exercise(open_exercise(LESSON, "count", text="a cat"), 4)
     assert any(item.value.startswith("Right") for item in app.success)
-    with store.engine.connect() as connection:
-        assert connection.exec_driver_sql("SELECT count(*) FROM answers").scalar() == 0
+    assert answers_stored(store) == 0
 
 
 def test_the_lecturer_link_shows_the_spread_and_a_wrong_key_shows_nothing_of_it(store):
-    started = store.start_class("Lecture 3", 90)
-    answer_exercise(open_exercise(LESSON, "count", text="a cat", query={"class": started.code}), 4)
-    lecturer = open_page(CLASS_PAGE, query={"class": started.code, "key": started.lecturer_key})
+    started, lecturer = a_class_with_one_answer(store)
     assert_clean(lecturer)
     assert "1 answered" in all_markdown(lecturer)
     assert lecturer.button(key=f"reveal_{store.spread(started.code, started.lecturer_key)[0].question.asked}")
@@ -118,9 +127,7 @@ def test_the_lecturer_link_shows_the_spread_and_a_wrong_key_shows_nothing_of_it(
 
 
 def test_the_lecturer_reveals_from_the_page_and_downloads_the_spread(store):
-    started = store.start_class("Lecture 3", 90)
-    answer_exercise(open_exercise(LESSON, "count", text="a cat", query={"class": started.code}), 4)
-    lecturer = open_page(CLASS_PAGE, query={"class": started.code, "key": started.lecturer_key})
+    started, lecturer = a_class_with_one_answer(store)
     (spread,) = store.spread(started.code, started.lecturer_key)
     lecturer.button(key=f"reveal_{spread.question.asked}").click().run()
     assert store.revealed(started.code, spread.question.asked) is not None
@@ -139,14 +146,11 @@ def test_hostile_text_through_the_class_title_and_links_is_shown_as_written(stor
             visited = open_page(page, text="a cat", query=query)
             assert_clean(visited)
             assert "<b>" not in all_markdown(visited) and "<script>" not in all_markdown(visited)
-    with store.engine.connect() as connection:
-        assert connection.exec_driver_sql("SELECT count(*) FROM answers").scalar() == 0
+    assert answers_stored(store) == 0
 
 
 def test_the_lecturer_deletes_the_class_after_a_confirmation_and_its_link_then_opens_nothing(store):
-    started = store.start_class("Lecture 3", 90)
-    answer_exercise(open_exercise(LESSON, "count", text="a cat", query={"class": started.code}), 4)
-    lecturer = open_page(CLASS_PAGE, query={"class": started.code, "key": started.lecturer_key})
+    started, lecturer = a_class_with_one_answer(store)
     assert [button.key for button in lecturer.get("download_button")] == ["class_spread_csv", "class_answers_csv"]
     lecturer.button(key="class_delete").click().run()
     assert any("cannot be undone" in item.value for item in lecturer.warning)
@@ -157,8 +161,7 @@ def test_the_lecturer_deletes_the_class_after_a_confirmation_and_its_link_then_o
     assert "class" not in lecturer.query_params and "key" not in lecturer.query_params
     with pytest.raises(classroom.UnknownClass):
         store.find_class(started.code)
-    with store.engine.connect() as connection:
-        assert connection.exec_driver_sql("SELECT count(*) FROM answers").scalar() == 0
+    assert answers_stored(store) == 0
 
 
 def test_in_a_closed_class_an_answer_is_not_recorded_and_is_revealed_at_once(store, monkeypatch):

@@ -15,8 +15,10 @@ recorded.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -446,24 +448,21 @@ def _reveal(code: str, key: str, asked: str, revealed: bool) -> None:
 def _exports_and_delete(code: str, key: str) -> None:
     st.divider()
     st.markdown("**The class's answers**")
-    left, right, delete = st.columns(3)
-    # Written when pressed, from the database as it is then (the page around them is not redrawn every poll).
-    left.download_button(
-        "Spread (CSV)",
-        lambda: ready_store().spread_csv(code, key),
-        file_name="class-spread.csv",
-        mime="text/csv",
-        icon=":material/download:",
-        key="class_spread_csv",
+    *downloads, delete = st.columns(3)
+    exports = (
+        ("Spread (CSV)", "spread", ClassStore.spread_csv),
+        ("Every answer (CSV)", "answers", ClassStore.answers_csv),
     )
-    right.download_button(
-        "Every answer (CSV)",
-        lambda: ready_store().answers_csv(code, key),
-        file_name="class-answers.csv",
-        mime="text/csv",
-        icon=":material/download:",
-        key="class_answers_csv",
-    )
+    for column, (label, name, export) in zip(downloads, exports, strict=True):
+        # Written when pressed, from the database as it is then (the page around them is not redrawn every poll).
+        column.download_button(
+            label,
+            partial(_written, export, code, key),
+            file_name=f"class-{name}.csv",
+            mime="text/csv",
+            icon=":material/download:",
+            key=f"class_{name}_csv",
+        )
     delete.button(
         "Delete the class…",
         icon=":material/delete:",
@@ -480,6 +479,10 @@ def _exports_and_delete(code: str, key: str) -> None:
             on_click=_delete,
             args=(code, key),
         )
+
+
+def _written(export: Callable[[ClassStore, str, str], str], code: str, key: str) -> str:
+    return export(ready_store(), code, key)
 
 
 def _delete(code: str, key: str) -> None:
