@@ -187,3 +187,14 @@ def test_the_lecturer_sees_the_newest_question_first_and_the_student_link_withou
     assert [heading[:5] for heading in headings] == ["**2. ", "**1. "]
     (student_link,) = [block.value for block in lecturer.code]
     assert student_link.endswith(f"/?class={started.code}") and started.lecturer_key not in student_link
+
+
+def test_one_tab_can_start_only_a_few_classes(store):
+    app = open_page(CLASS_PAGE)
+    for _ in range(class_ui.MAX_CLASSES_PER_SESSION + 1):
+        app.text_input(key="class_title").set_value("Lecture")
+        app.button(key="class_start").click().run()
+    assert_clean(app)
+    assert any("started 5 classes already" in item.value for item in app.error)
+    with store.engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT count(*) FROM classes").scalar() == class_ui.MAX_CLASSES_PER_SESSION

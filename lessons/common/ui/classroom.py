@@ -282,6 +282,8 @@ def _clock(moment: datetime) -> str:
 _STARTED = "_class_started"  # session state: the NewClass this session started (its secrets shown once)
 _CONFIRM_DELETE = "_class_confirm_delete"
 _START_PROBLEM = "_class_start_problem"
+_STARTED_COUNT = "_class_started_count"  # session state: classes this session started
+MAX_CLASSES_PER_SESSION = 5  # a visitor cannot fill a hosted server's open classes from one tab
 _DELETED = "_class_deleted"  # session state: the class on this page was just deleted
 PAGE = classroom.CLASS_PAGE_PATH
 
@@ -336,6 +338,13 @@ def _show_start_form() -> None:
 
 def _start() -> None:
     """The start button's callback, run before the page: the class, or why not."""
+    started_here = st.session_state.get(_STARTED_COUNT, 0)
+    if started_here >= MAX_CLASSES_PER_SESSION:
+        st.session_state[_START_PROBLEM] = (
+            f"This tab has started {MAX_CLASSES_PER_SESSION} classes already: use one of them, or open the app "
+            "anew to start another."
+        )
+        return
     try:
         started = ready_store().start_class(
             st.session_state.get("class_title") or "", int(st.session_state["class_minutes"])
@@ -344,6 +353,7 @@ def _start() -> None:
         st.session_state[_START_PROBLEM] = str(error)
         return
     st.session_state[_STARTED] = started
+    st.session_state[_STARTED_COUNT] = started_here + 1
 
 
 def _links(code: str, key: str) -> tuple[str, str]:

@@ -1,0 +1,1 @@
+"""One file per migration, oldest first (Alembic reads their revision ids)."""
