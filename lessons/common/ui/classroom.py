@@ -6,8 +6,9 @@ the lecturer key too (`&key=…`), which no other view ever writes into an addre
 
 An answer is recorded the moment Check is pressed. In a class the answer is not shown at once: the student
 may change theirs until the lecturer reveals it, and the lesson's figures stay held back until then. If the
-database cannot be reached, the student keeps working: the answer waits in the session and is sent with the
-next thing they do once the database is back (and the page says so meanwhile); if the session itself ends
+database cannot be reached, the student keeps working: the answer waits in the session and is sent once the
+database is back, by the page's own check every few seconds or the next thing the student does (the page says
+so meanwhile); if the session itself ends
 first (the tab closed, the replica lost) an answer not yet sent is lost, and the page had said it was not
 recorded.
 """
@@ -40,7 +41,7 @@ STUDENT_COOKIE = "anatomy_student"  # the browser's anonymous id: a changed answ
 LECTURER_POLL_SECONDS = 2
 STUDENT_POLL_SECONDS = 5
 REVEAL_CACHE_SECONDS = 2
-_JOINED = "_class_joined"  # session state: (code, ClassInfo) of the class this session is in
+_JOINED = "_class_joined"  # session state: the Membership (code and class) of the class this session is in
 _STUDENT = "_class_student"  # session state: this browser's anonymous id
 _PENDING = "_class_pending"  # session state: answers not yet recorded, asked -> (Question, response, right)
 _PAGE = "_class_page"  # session state: the URL path of the page this run shows
