@@ -14,7 +14,9 @@ from typing import Any, Literal
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
 NormPlacement = Literal["pre", "post"]
 NormKind = Literal["layer", "rms"]  # LayerNorm (BERT, GPT-2) or RMSNorm (Llama, SmolLM2)
-PositionKind = Literal["learned", "rotary"]  # a learned table added to the embeddings, or RoPE inside attention
+# A table added to the embeddings (learned, as GPT-2's, or the fixed sinusoids of "Attention Is All You Need",
+# §3.5), or RoPE inside attention.
+PositionKind = Literal["learned", "sinusoidal", "rotary"]
 FeedForwardKind = Literal["plain", "gated"]  # expand-activate-contract (GPT-2), or SwiGLU's gated form (Llama)
 
 SEQ2SEQ_MODEL_TYPE = "anatomy-seq2seq"  # config.json's model_type for the encoder-decoder trained here
@@ -84,7 +86,7 @@ class DecoderConfig(TransformerConfig):
     cross_attention: bool = False  # True for the decoder half of an encoder-decoder model
     causal: bool = True  # False only for the "cheater", trained to show why the mask exists
     norm_kind: NormKind = "layer"  # LayerNorm (GPT-2) or RMSNorm (Llama)
-    positions: PositionKind = "learned"  # a learned position table (GPT-2) or rotary embeddings (Llama)
+    positions: PositionKind = "learned"  # a learned position table (GPT-2), the paper's sinusoids, or RoPE (Llama)
     rope_theta: float = 10_000.0  # rotary base: pair k turns by position · θ^(−2k/d_head) (SmolLM2: 100 000)
     # Key/value heads, each shared by num_heads / num_kv_heads query heads (grouped-query attention, Ainslie et
     # al., 2023). None: one per query head, the original multi-head attention; 1: multi-query attention.

@@ -23,15 +23,15 @@ class Embeddings(nn.Module):
 
     sinusoidal: Tensor  # (max_positions, D) the fixed table, a buffer, when there is no learned one
 
-    def __init__(self, config: TransformerConfig, sinusoidal_positions: bool = False):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
         width = config.width
         self.token = nn.Embedding(config.vocab_size, width)
-        rotary = isinstance(config, DecoderConfig) and config.positions == "rotary"
-        self.position_kind = "rotary" if rotary else "sinusoidal" if sinusoidal_positions else "learned"
-        if rotary:
+        # An encoder's positions are always a learned table (BERT); a decoder's configuration says which.
+        self.position_kind = config.positions if isinstance(config, DecoderConfig) else "learned"
+        if self.position_kind == "rotary":
             self.position = None  # no table and no buffer: positions turn the queries and keys instead
-        elif sinusoidal_positions:
+        elif self.position_kind == "sinusoidal":
             self.position = None
             self.register_buffer(
                 "sinusoidal", sinusoidal_positional_encoding(config.max_positions, width), persistent=False

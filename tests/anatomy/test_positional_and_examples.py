@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import torch
 
+from anatomy.config import DecoderConfig
+from anatomy.models import DecoderOnlyLM
 from anatomy.positional import sinusoidal_positional_encoding
 from lessons.attention import examples as toy
 
@@ -131,3 +133,19 @@ def test_sinusoidal_values_are_bounded_rows_unique_and_deterministic(width):
 def test_sinusoidal_encoding_rejects_a_zero_width():
     with pytest.raises(ValueError):
         sinusoidal_positional_encoding(4, 0)
+
+
+def test_a_decoder_configured_with_the_papers_sinusoids_adds_them_to_its_embeddings_and_learns_no_table():
+    torch.manual_seed(0)
+    config = DecoderConfig(
+        vocab_size=11, width=8, num_heads=2, ff_width=16, num_layers=1, dropout=0.0, positions="sinusoidal"
+    )
+    model = DecoderOnlyLM(config).eval()
+    ids = torch.tensor([[3, 1, 4, 1, 5]])
+    with torch.no_grad():
+        embedded, _ = model.embeddings(ids)
+        continued, _ = model.embeddings(ids[:, 3:], first_position=3)  # after a cached prefix of 3 tokens
+    table = sinusoidal_positional_encoding(config.max_positions, config.width)
+    assert torch.equal(embedded, model.embeddings.token(ids) + table[:5][None])
+    assert torch.equal(continued, embedded[:, 3:])
+    assert not [name for name in model.state_dict() if "position" in name]  # a fixed table: nothing to learn or save
