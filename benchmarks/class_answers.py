@@ -20,7 +20,7 @@ from pathlib import Path
 
 from harness.answering import answer_together
 from harness.hall import Hall
-from lessons.common.classroom import ClassStore, describe
+from lessons.common.class_store import ClassStore, describe
 
 
 def main() -> None:

@@ -19,7 +19,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from harness.client import Tab
-from lessons.common.classroom import ClassStore, Spread
+from lessons.common.class_store import ClassStore
+from lessons.common.classroom import Spread
 from lessons.common.ui.classroom import LECTURER_POLL_SECONDS
 
 TEXT = "the cat sat on the mat"  # the lecturer's sentence, in the student link: everyone gets one question

@@ -41,7 +41,8 @@ from harness.client import REPLICA_HEADER, cookie_header, remember_cookies
 from harness.load import run_coroutine, websocket_warm_up
 from harness.postgres import PostgresServer, postgres_binaries
 from harness.server import StreamlitServer, ends_with_its_parent, free_port, stop_process
-from lessons.common.classroom import DATABASE_URL_VARIABLE, ClassStore, describe
+from lessons.common.class_store import ClassStore, describe
+from lessons.common.classroom import DATABASE_URL_VARIABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 NGINX = Path(shutil.which("nginx") or "/usr/sbin/nginx")  # Debian: apt-get install nginx

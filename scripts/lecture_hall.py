@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 
 from harness.hall import Hall
-from lessons.common.classroom import describe
+from lessons.common.class_store import describe
 
 
 def main() -> int:

@@ -7,7 +7,8 @@ from playwright.sync_api import expect
 
 from harness.browser import ARTIFACTS, AppPage
 from harness.server import StreamlitServer
-from lessons.common.classroom import DATABASE_URL_VARIABLE, ClassStore
+from lessons.common.class_store import ClassStore
+from lessons.common.classroom import DATABASE_URL_VARIABLE
 
 LIVE_TIMEOUT_MS = 30_000  # a few refreshes of the live views (every 4 s), on a busy 2-core machine
 

@@ -9,7 +9,8 @@ from playwright.sync_api import expect
 from harness.browser import ARTIFACTS, AppPage
 from harness.postgres import PostgresServer, postgres_binaries
 from harness.server import StreamlitServer
-from lessons.common.classroom import DATABASE_URL_VARIABLE, ClassStore
+from lessons.common.class_store import ClassStore
+from lessons.common.classroom import DATABASE_URL_VARIABLE
 
 RECOVERY_TIMEOUT_MS = 40_000  # a student's page looks every 5 s, the lecturer's every 2 s, on a busy machine
 

@@ -11,7 +11,8 @@ from alembic import command
 from alembic.config import Config
 
 from harness.postgres import postgres_binaries
-from lessons.common.classroom import MIGRATIONS, ClassStore, Question
+from lessons.common.class_store import MIGRATIONS, ClassStore
+from lessons.common.classroom import Question
 from tests.postgresql import backends
 
 CLASS_TABLES = {"classes", "questions", "answers"}

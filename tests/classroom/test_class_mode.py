@@ -18,6 +18,7 @@ from harness.apptest import (
     open_page,
 )
 from lessons.common import classroom
+from lessons.common.class_store import ClassStore
 from lessons.common.ui import classroom as class_ui
 
 LESSON = "pages/tokenization.py"
@@ -25,7 +26,7 @@ CLASS_PAGE = "pages/class.py"
 
 
 @pytest.fixture
-def store(class_database_url, monkeypatch) -> classroom.ClassStore:
+def store(class_database_url, monkeypatch) -> ClassStore:
     """A class database of the test's own, the one the app's pages use too."""
     monkeypatch.setenv(classroom.DATABASE_URL_VARIABLE, class_database_url)
     forget_every_class_cache()
@@ -38,12 +39,12 @@ def forget_every_class_cache() -> None:
         cached.clear()
 
 
-def answers_stored(store: classroom.ClassStore) -> int:
+def answers_stored(store: ClassStore) -> int:
     with store.engine.connect() as connection:
         return connection.exec_driver_sql("SELECT count(*) FROM answers").scalar()
 
 
-def a_class_with_one_answer(store: classroom.ClassStore):
+def a_class_with_one_answer(store: ClassStore):
     """A class, one student's right answer to the tokenization lesson's "count", and the lecturer's page."""
     started = store.start_class("Lecture 3", 90)
     answer_exercise(open_exercise(LESSON, "count", text="a cat", query={"class": started.code}), 4)
@@ -169,7 +170,7 @@ def test_in_a_closed_class_an_answer_is_not_recorded_and_is_revealed_at_once(sto
     app = open_exercise(LESSON, "count", text="a cat", query={"class": started.code})
     assert "Class: Lecture 3" in banner(app)
     later = started.info.closes_at + timedelta(seconds=1)
-    monkeypatch.setattr(classroom, "_now", lambda: later)  # the clock passes the closing time
+    monkeypatch.setattr(classroom, "current_time", lambda: later)  # the clock passes the closing time
     app = answer_exercise(app, 4)
     assert_clean(app)
     assert any("has closed" in item.value for item in app.warning)

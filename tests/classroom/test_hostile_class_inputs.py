@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from harness.apptest import open_page
 from harness.hostile import CLASS_LINK_PARAMETERS, TEXTS, problems_after
 from lessons.common import classroom
+from lessons.common.class_store import ClassStore
 from lessons.common.ui import classroom as class_ui
 
 pytestmark = pytest.mark.slow
@@ -17,7 +18,7 @@ CLASS_PAGE = "pages/class.py"
 
 
 @pytest.fixture
-def store(class_database_url, monkeypatch) -> classroom.ClassStore:
+def store(class_database_url, monkeypatch) -> ClassStore:
     monkeypatch.setenv(classroom.DATABASE_URL_VARIABLE, class_database_url)
     for cached in (class_ui.store, class_ui._class_info, class_ui._revealed_of_late):
         cached.clear()
@@ -26,7 +27,7 @@ def store(class_database_url, monkeypatch) -> classroom.ClassStore:
         cached.clear()
 
 
-def rows(store: classroom.ClassStore, table: str) -> int:
+def rows(store: ClassStore, table: str) -> int:
     with store.engine.connect() as connection:
         return connection.execute(sa.select(sa.func.count()).select_from(sa.table(table))).scalar_one()
 

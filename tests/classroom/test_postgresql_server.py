@@ -15,7 +15,8 @@ import pytest
 import sqlalchemy as sa
 
 from harness.postgres import PostgresServer
-from lessons.common.classroom import ClassStore, ClassStoreUnavailable
+from lessons.common.class_store import ClassStore
+from lessons.common.classroom import ClassStoreUnavailable
 from tests.classroom.test_class_database import CLASS_TABLES, revision, tables
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +49,7 @@ def test_replicas_upgrading_one_new_postgresql_database_at_the_same_moment_all_s
                 [
                     sys.executable,
                     "-c",
-                    f"from lessons.common.classroom import ClassStore; ClassStore({url!r}).upgrade()",
+                    f"from lessons.common.class_store import ClassStore; ClassStore({url!r}).upgrade()",
                 ],
                 cwd=ROOT,
                 stderr=subprocess.PIPE,

@@ -10,10 +10,10 @@ import pytest
 import sqlalchemy as sa
 
 from lessons.common import classroom
+from lessons.common.class_store import ClassStore
 from lessons.common.classroom import (
     ClassClosed,
     ClassError,
-    ClassStore,
     LimitReached,
     Question,
     UnknownClass,

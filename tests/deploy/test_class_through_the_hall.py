@@ -14,7 +14,8 @@ import pytest
 from harness.answering import answer_together
 from harness.hall import Hall, visit
 from harness.load import run_coroutine
-from lessons.common.classroom import ClassStore, Question
+from lessons.common.class_store import ClassStore
+from lessons.common.classroom import Question
 
 pytestmark = pytest.mark.slow
 STUDENTS, WITHIN_SECONDS = 20, 8

@@ -31,7 +31,8 @@ from harness.lecture import fingerprints, hold_class, summarise_class
 from harness.load import run_coroutine, websocket_student
 from harness.postgres import postgres_binaries
 from harness.room import VIEW_TIMEOUT_SECONDS, Tally
-from lessons.common.classroom import DATABASE_URL_VARIABLE, ClassStore
+from lessons.common.class_store import ClassStore
+from lessons.common.classroom import DATABASE_URL_VARIABLE
 from tests.postgresql import postgresql_required
 
 ROOT = Path(__file__).resolve().parents[2]

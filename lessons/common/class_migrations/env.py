@@ -6,7 +6,8 @@ Alembic runs this file; imported anywhere else (the import checks import every m
 from alembic import context
 from sqlalchemy import create_engine
 
-from lessons.common.classroom import database_url, metadata
+from lessons.common.class_store import metadata
+from lessons.common.classroom import database_url
 
 
 def run_migrations() -> None:

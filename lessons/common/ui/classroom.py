@@ -20,17 +20,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from typing import Any
+from operator import methodcaller
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import streamlit as st
 
 from lessons.common import classroom, exercises
 from lessons.common.class_figures import spread_figure
-from lessons.common.classroom import ClassError, ClassInfo, ClassStore, ClassStoreUnavailable, Question, Spread
+from lessons.common.classroom import ClassError, ClassInfo, ClassStoreUnavailable, Question, Spread
 from lessons.common.safe_text import escape_markdown
 from lessons.common.ui import charts, linked
 from lessons.common.ui.frame import LESSONS
+
+if TYPE_CHECKING:  # the store's module imports SQLAlchemy: a server imports it only once a class is in play
+    from lessons.common.class_store import ClassStore
 
 CLASS_KEY = classroom.CODE_LINK_KEY  # link key: the class code, on every view of a student in a class
 LECTURER_KEY = classroom.LECTURER_LINK_KEY  # link key: the lecturer key, on the Class page only
@@ -60,6 +64,8 @@ class Membership:
 @st.cache_resource(show_spinner=False)
 def store() -> ClassStore:
     """The class database of this server, shared by every session (its tables upgraded on first use)."""
+    from lessons.common.class_store import ClassStore
+
     return ClassStore(classroom.database_url())
 
 
@@ -460,15 +466,12 @@ def _exports_and_delete(code: str, key: str) -> None:
     st.divider()
     st.markdown("**The class's answers**")
     *downloads, delete = st.columns(3)
-    exports = (
-        ("Spread (CSV)", "spread", ClassStore.spread_csv),
-        ("Every answer (CSV)", "answers", ClassStore.answers_csv),
-    )
-    for column, (label, name, export) in zip(downloads, exports, strict=True):
+    exports = (("Spread (CSV)", "spread", "spread_csv"), ("Every answer (CSV)", "answers", "answers_csv"))
+    for column, (label, name, method) in zip(downloads, exports, strict=True):
         # Written when pressed, from the database as it is then (the page around them is not redrawn every poll).
         column.download_button(
             label,
-            partial(_written, export, code, key),
+            partial(_written, methodcaller(method, code, key)),
             file_name=f"class-{name}.csv",
             mime="text/csv",
             icon=":material/download:",
@@ -492,8 +495,9 @@ def _exports_and_delete(code: str, key: str) -> None:
         )
 
 
-def _written(export: Callable[[ClassStore, str, str], str], code: str, key: str) -> str:
-    return export(ready_store(), code, key)
+def _written(export: Callable[[ClassStore], str]) -> str:
+    """An export of the store (`ClassStore.spread_csv` or `answers_csv`), written when its button is pressed."""
+    return export(ready_store())
 
 
 def _delete(code: str, key: str) -> None:
