@@ -3,9 +3,15 @@
 Attention lets every token build its new vector as a weighted average of the other tokens' value vectors.
 The weights come from comparing the token's *query* with every token's *key*: a dot product, divided by
 √d_head so that wide vectors do not push the softmax into a corner, then a softmax per row
-("Attention Is All You Need", §3.2.1).
+("Attention Is All You Need", §3.2.1). A mask M adds −∞ to the scores a query may not see:
 
-This file holds the same mechanism twice, on purpose:
+    weights = softmax(QKᵀ / √d_k + M),    output = weights · V
+
+That arithmetic is written once, in `attention_scores`, `apply_mask`, `masked_softmax` and `attention_weights`.
+The models, their traces (`AttentionTrace`) and the lessons all call these, so the weights a page shows are the
+weights the model used, bit for bit.
+
+This file holds the mechanism around them twice, on purpose:
 
 * `AttentionHead` and `MultiHeadAttentionLoop` are the form textbooks draw (Natural Language Processing with
   Transformers, ch. 3, builds it this way): each head owns its three projections, the heads run one after
@@ -22,6 +28,7 @@ query and key by an angle set by its position (see `anatomy.rotary`). With neith
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Literal, overload
 
 import torch
@@ -30,7 +37,52 @@ from torch import Tensor, nn
 
 from anatomy.cache import LayerCache
 from anatomy.rotary import Rotation
-from anatomy.trace import AttentionTrace
+
+
+def attention_scores(query: Tensor, key: Tensor) -> Tensor:
+    """QKᵀ / √d_k: (..., T, S) how well every query matches every key, a tensor made for the call.
+
+    query (..., T, d_k), key (..., S, d_k). Dividing by √d_k keeps the scores' variance near 1 whatever the
+    head's width, so that wide heads do not push the softmax into a corner (§3.2.1).
+    """
+    scores = query @ key.transpose(-2, -1)  # (..., T, S) every query against every key
+    return scores.div_(math.sqrt(query.size(-1)))  # in place: the product is ours, so no second (T, S) buffer
+
+
+def apply_mask(scores: Tensor, mask: Tensor | None, *, in_place: bool = False) -> Tensor:
+    """scores + M: the scores where the mask allows attending, −∞ where it forbids (mask True = allowed,
+    broadcastable to the scores). e^−∞ = 0, so after the softmax a forbidden key gets exactly no weight.
+
+    A new tensor unless in_place, which writes the −∞ into `scores` themselves: only for scores made for the call.
+    """
+    if mask is None:
+        return scores
+    if in_place:
+        return scores.masked_fill_(~mask, float("-inf"))
+    return scores.masked_fill(~mask, float("-inf"))
+
+
+def masked_softmax(scores: Tensor, mask: Tensor | None = None, *, in_place: bool = False) -> Tensor:
+    """softmax(scores + M), row by row: (..., T, S) weights, each row summing to 1.
+
+    A row whose every key is masked would be a softmax over nothing (all −∞, hence NaN); such a row gets zero
+    weights instead. `in_place` as in `apply_mask`.
+    """
+    weights = torch.softmax(apply_mask(scores, mask, in_place=in_place), dim=-1)  # each row now sums to 1
+    if mask is not None:
+        no_key_allowed = ~mask.any(dim=-1, keepdim=True)  # (..., T, 1)
+        if no_key_allowed.any():
+            weights = weights.masked_fill(no_key_allowed, 0.0)
+    return weights
+
+
+def attention_weights(query: Tensor, key: Tensor, mask: Tensor | None = None) -> Tensor:
+    """softmax(QKᵀ / √d_k + M): (..., T, S) how much each query takes from each key.
+
+    The one place attention weights are computed: the forward, its trace and the lessons all call it, which is
+    why a trace can promise the forward's weights bit for bit.
+    """
+    return masked_softmax(attention_scores(query, key), mask, in_place=True)  # the scores are made here: no copy
 
 
 # Two signatures for the type checker: with need_weights left at True, the weights are never None.
@@ -45,32 +97,24 @@ def scaled_dot_product_attention(
 def scaled_dot_product_attention(
     query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None, need_weights: bool = True
 ) -> tuple[Tensor, Tensor | None]:
-    """softmax(QKᵀ / √d_head) · V, with every step written out.
+    """softmax(QKᵀ / √d_k + M) · V.
 
-    query (..., T, d_head), key and value (..., S, d_head), mask broadcastable to (..., T, S) with True
-    where attending is allowed. Returns the output (..., T, d_head) and the weights (..., T, S).
-
-    A row whose every key is masked would be a softmax over nothing (all −∞, hence NaN); such a row gets
-    zero weights and a zero output instead.
+    query (..., T, d_k), key and value (..., S, d_k), mask broadcastable to (..., T, S) with True where
+    attending is allowed. Returns the output (..., T, d_k) and the weights (..., T, S); a query that may attend
+    to nothing gets zero weights and a zero output.
 
     With need_weights=False the same computation runs through torch's fused kernel, which never
     materialises the (T, S) matrix: faster, but there are no weights to show, so None is returned.
     """
-    fully_masked_rows = None if mask is None else ~mask.any(dim=-1, keepdim=True)  # (..., T, 1)
     if not need_weights:
+        # The fused kernel stays for speed (the untraced forward every page runs). It returns no weights, so
+        # no weight a learner sees comes from it: they all come from `attention_weights`.
         output = F.scaled_dot_product_attention(query, key, value, attn_mask=mask)
-        if fully_masked_rows is not None:
-            output = output.masked_fill(fully_masked_rows, 0.0)
+        if mask is not None:
+            output = output.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)  # zero, whatever the backend gives
         return output, None
-
-    scores = query @ key.transpose(-2, -1)  # (..., T, S) every query against every key
-    scores.div_(math.sqrt(query.size(-1)))  # keep the variance near 1 whatever d_head is (in place: no copy)
-    if mask is not None:
-        scores.masked_fill_(~mask, float("-inf"))  # e^−∞ = 0: forbidden keys get no weight
-    weights = torch.softmax(scores, dim=-1)  # each row now sums to 1
-    if fully_masked_rows is not None and fully_masked_rows.any():
-        weights = weights.masked_fill(fully_masked_rows, 0.0)
-    return weights @ value, weights  # (..., T, d_head), (..., T, S)
+    weights = attention_weights(query, key, mask)  # (..., T, S)
+    return weights @ value, weights  # (..., T, d_k), (..., T, S)
 
 
 class AttentionHead(nn.Module):
@@ -133,6 +177,56 @@ def merge_heads(hidden: Tensor) -> Tensor:
     """(B, H, T, d_head) -> (B, T, D): the concatenation of the heads."""
     batch, num_heads, tokens, head_width = hidden.shape
     return hidden.transpose(1, 2).reshape(batch, tokens, num_heads * head_width)
+
+
+@dataclass(frozen=True)
+class AttentionTrace:
+    """One multi-head attention sublayer, every step of softmax(QKᵀ/√d_k + M)·V and the output projection.
+
+    What `MultiHeadAttention` returns when asked to trace, instead of storing it on itself: one model object
+    serves every browser session. The scores and weights are not kept (at 512 tokens, 12.6 MB a MiniLM layer):
+    they are derived from the recorded queries and keys on each call, by the functions the forward ran, so they
+    are the forward's numbers bit for bit.
+    """
+
+    query: Tensor  # (B, H, T, d_head)
+    key: Tensor  # (B, H, S, d_head)
+    value: Tensor  # (B, H, S, d_head)
+    mask: Tensor | None  # broadcastable to (B, H, T, S); True where attending is allowed
+    head_outputs: Tensor  # (B, H, T, d_head) weights @ value, one block per head
+    output: Tensor  # (B, T, D) concatenated @ W_O + b_O
+
+    @property
+    def scale(self) -> float:
+        """√d_head, the divisor that keeps dot products of wide vectors from saturating the softmax."""
+        return math.sqrt(self.query.size(-1))
+
+    @property
+    def concatenated(self) -> Tensor:
+        """(B, T, D) the heads laid side by side: each token's H head outputs joined into one row, as the forward
+        joins them before W_O. Only a reshuffle of `head_outputs`, so the trace need not keep a copy."""
+        return merge_heads(self.head_outputs)
+
+    @property
+    def raw_scores(self) -> Tensor:
+        """(B, H, T, S) every query dotted with every key: QKᵀ."""
+        return self.query @ self.key.transpose(-2, -1)
+
+    @property
+    def scaled_scores(self) -> Tensor:
+        """(B, H, T, S) QKᵀ / √d_head."""
+        return attention_scores(self.query, self.key)
+
+    @property
+    def masked_scores(self) -> Tensor:
+        """(B, H, T, S) scaled scores with −∞ wherever the mask forbids attending."""
+        return apply_mask(self.scaled_scores, self.mask, in_place=True)  # the scaled scores are made for this call
+
+    @property
+    def weights(self) -> Tensor:
+        """(B, H, T, S) softmax of the masked scores: each row sums to 1, or is all zero when every key is masked.
+        Computed afresh on each call: keep the result, not the trace."""
+        return attention_weights(self.query, self.key, self.mask)
 
 
 class MultiHeadAttention(nn.Module):

@@ -1,75 +1,21 @@
 """What one forward pass computed, step by step, as plain frozen dataclasses.
 
 Modules never store these on themselves: a forward that is asked to trace *returns* them, so one model
-object can serve any number of browser sessions at once. Scores and attention weights are derived from the
-recorded queries and keys on demand, by the very operations the forward ran, so they are the same numbers
-bit for bit, and so are the heads' concatenation and the feed-forward activations. Not storing them takes a
-512-token MiniLM trace from 161 MB to 67 MB (the weights alone are 12 heads × 512 × 512 floats, 12.6 MB a
-layer).
+object can serve any number of browser sessions at once. What a trace can derive from what it keeps, it derives
+on demand, by the very operations the forward ran, so it gets the same numbers bit for bit: the feed-forward
+activations here, and the attention scores and weights in `AttentionTrace`, which lives beside the attention
+that makes it (`anatomy.attention`). Not storing them takes a 512-token MiniLM trace from 161 MB to 67 MB (the
+weights alone are 12 heads × 512 × 512 floats, 12.6 MB a layer).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import torch
 from torch import Tensor
 
-
-@dataclass(frozen=True)
-class AttentionTrace:
-    """One multi-head attention sublayer, every step of softmax(QKᵀ/√d_head)·V and the output projection."""
-
-    query: Tensor  # (B, H, T, d_head)
-    key: Tensor  # (B, H, S, d_head)
-    value: Tensor  # (B, H, S, d_head)
-    mask: Tensor | None  # broadcastable to (B, H, T, S); True where attending is allowed
-    head_outputs: Tensor  # (B, H, T, d_head) weights @ value, one block per head
-    output: Tensor  # (B, T, D) concatenated @ W_O + b_O
-
-    @property
-    def scale(self) -> float:
-        """√d_head, the divisor that keeps dot products of wide vectors from saturating the softmax."""
-        return math.sqrt(self.query.size(-1))
-
-    @property
-    def concatenated(self) -> Tensor:
-        """(B, T, D) the heads laid side by side: each token's H head outputs joined into one row, as the forward
-        joins them before W_O. Only a reshuffle of `head_outputs`, so the trace need not keep a copy."""
-        from anatomy.attention import merge_heads  # imported here: anatomy.attention imports this module
-
-        return merge_heads(self.head_outputs)
-
-    @property
-    def raw_scores(self) -> Tensor:
-        """(B, H, T, S) every query dotted with every key: QKᵀ."""
-        return self.query @ self.key.transpose(-2, -1)
-
-    @property
-    def scaled_scores(self) -> Tensor:
-        """(B, H, T, S) QKᵀ / √d_head."""
-        # Divided in place, as the forward does: the product is a fresh tensor, and the quotient the same
-        # numbers as `/` gives, without a second (B, H, T, S) buffer (12.6 MB a MiniLM layer at 512 tokens).
-        return self.raw_scores.div_(self.scale)
-
-    @property
-    def masked_scores(self) -> Tensor:
-        """(B, H, T, S) scaled scores with −∞ wherever the mask forbids attending."""
-        scores = self.scaled_scores
-        return scores if self.mask is None else scores.masked_fill_(~self.mask, float("-inf"))
-
-    @property
-    def weights(self) -> Tensor:
-        """(B, H, T, S) softmax of the masked scores: each row sums to 1, or is all zero when every key is masked
-        (as in `scaled_dot_product_attention`). Computed afresh on each call: keep the result, not the trace."""
-        weights = torch.softmax(self.masked_scores, dim=-1)
-        if self.mask is not None:
-            fully_masked_rows = ~self.mask.any(dim=-1, keepdim=True)  # (..., T, 1)
-            if fully_masked_rows.any():
-                weights = weights.masked_fill(fully_masked_rows, 0.0)
-        return weights
+from anatomy.attention import AttentionTrace
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,13 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from anatomy.attention import scaled_dot_product_attention
+from anatomy.attention import (
+    apply_mask,
+    attention_scores,
+    attention_weights,
+    masked_softmax,
+    scaled_dot_product_attention,
+)
 from lessons.attention import examples, exercises, links, text, ui
 from lessons.attention.matrix_input import parse_matrix
 from lessons.attention.steps import embedding_self_attention, score_anatomy, traced_head_steps
@@ -39,5 +45,13 @@ if lesson is not None:
             ui.show_apple_moves(lesson)
         ui.show_full_pattern(lesson)
 
-widgets.show_source(scaled_dot_product_attention, *SOURCE_CODE[source], score_anatomy)
+widgets.show_source(
+    attention_scores,
+    apply_mask,
+    masked_softmax,
+    attention_weights,
+    scaled_dot_product_attention,
+    *SOURCE_CODE[source],
+    score_anatomy,
+)
 frame.previous_and_next("attention")

@@ -6,9 +6,8 @@ decoder trained here as it sorts a word one token at a time, beside its twin tra
 
 import streamlit as st
 
-from anatomy.attention import scaled_dot_product_attention
+from anatomy.attention import apply_mask, attention_scores, attention_weights, masked_softmax
 from anatomy.masks import causal_mask, combine_masks, padding_mask
-from lessons.attention import examples
 from lessons.causal import decoders_ui, decoding, exercises, links, masking, text, ui
 from lessons.common.ui import check_yourself, frame, sidebar, widgets
 
@@ -31,8 +30,10 @@ widgets.show_source(
     causal_mask,
     padding_mask,
     combine_masks,
-    scaled_dot_product_attention,
-    examples.masked_softmax,
+    attention_scores,
+    apply_mask,
+    masked_softmax,
+    attention_weights,
     masking.run_padded,
     decoding.generate_greedily,
     decoding.teacher_force,

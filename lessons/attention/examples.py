@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from anatomy.attention import scaled_dot_product_attention
+from anatomy.attention import apply_mask, attention_scores, scaled_dot_product_attention
 from anatomy.masks import causal_mask
 
 
@@ -38,10 +38,10 @@ def single_head_steps(
     inputs, w_query, w_key, w_value = (m.to(torch.float64) for m in (inputs, w_query, w_key, w_value))
     query, key, value = inputs @ w_query, inputs @ w_key, inputs @ w_value
     mask = causal_mask(inputs.size(0)) if causal else None
-    output, weights = scaled_dot_product_attention(query, key, value, mask)
+    output, weights = scaled_dot_product_attention(query, key, value, mask)  # what a model runs
     raw_scores = query @ key.T
-    scaled_scores = raw_scores / query.size(-1) ** 0.5
-    masked_scores = scaled_scores if mask is None else scaled_scores.masked_fill(~mask, float("-inf"))
+    scaled_scores = attention_scores(query, key)  # the steps before the softmax, by the functions it ran
+    masked_scores = apply_mask(scaled_scores, mask)
     return SingleHeadSteps(
         tuple(tokens), inputs, query, key, value, raw_scores, scaled_scores, masked_scores, weights, output
     )
@@ -78,10 +78,3 @@ def apple_iphones(causal: bool = False) -> SingleHeadSteps:
     """The "I love Apple iPhones" example: Q = K = V = the embeddings themselves (identity projections)."""
     identity = torch.eye(APPLE_IPHONES_X.size(1), dtype=torch.float64)
     return single_head_steps(APPLE_IPHONES_TOKENS, APPLE_IPHONES_X, identity, identity, identity, causal)
-
-
-def masked_softmax(scores: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
-    """Scores with −∞ where the mask forbids, and their row softmax (fully masked rows become zeros)."""
-    filled = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(filled, dim=-1).masked_fill(~mask.any(-1, keepdim=True), 0.0)
-    return filled, weights

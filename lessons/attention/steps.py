@@ -9,14 +9,12 @@ set of figures can show any of them. This module also takes a single score apart
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from torch import Tensor
 
-from anatomy.attention import scaled_dot_product_attention
+from anatomy.attention import AttentionTrace, apply_mask, attention_scores, scaled_dot_product_attention
 from anatomy.devices import float64_on_the_cpu
-from anatomy.trace import AttentionTrace
 from lessons.attention.examples import SingleHeadSteps
 
 # A score matrix of more tokens than this is shown through a window of this many tokens.
@@ -32,7 +30,7 @@ def embedding_self_attention(tokens, embeddings: Tensor) -> SingleHeadSteps:
     inputs = float64_on_the_cpu(embeddings)  # (T, D)
     output, weights = scaled_dot_product_attention(inputs, inputs, inputs)
     raw_scores = inputs @ inputs.T  # (T, T)
-    scaled_scores = raw_scores / math.sqrt(inputs.size(-1))
+    scaled_scores = attention_scores(inputs, inputs)  # (T, T)
     return SingleHeadSteps(
         tuple(tokens), inputs, inputs, inputs, inputs, raw_scores, scaled_scores, scaled_scores, weights, output
     )
@@ -42,18 +40,18 @@ def traced_head_steps(tokens, attention: AttentionTrace, head: int, layer_input:
     """Head `head` of one traced attention sublayer (batch item 0), every step in float64 on the CPU.
 
     The weights and outputs are the ones the model computed; the scores are recomputed from its recorded
-    queries and keys exactly as `AttentionTrace.raw_scores` does, one head only (in float64, so that the
-    neuron view's sum of products matches the score to the last printed digit).
+    queries and keys by the functions the model ran, one head only (in float64, so that the neuron view's sum
+    of products matches the score to the last printed digit).
     """
     query, key, value = (
         float64_on_the_cpu(part[0, head]) for part in (attention.query, attention.key, attention.value)
     )  # (T, d_head), (S, d_head), (S, d_head)
     raw_scores = query @ key.T  # (T, S)
-    scaled_scores = raw_scores / attention.scale
-    masked_scores = scaled_scores
+    scaled_scores = attention_scores(query, key)  # (T, S)
+    allowed = None
     if attention.mask is not None:
         allowed = attention.mask.expand(*attention.query.shape[:-1], attention.key.size(-2))[0, head].cpu()  # (T, S)
-        masked_scores = scaled_scores.masked_fill(~allowed, float("-inf"))
+    masked_scores = apply_mask(scaled_scores, allowed)
     return SingleHeadSteps(
         tuple(tokens),
         float64_on_the_cpu(layer_input[0]),  # (T, D) what the head projected

@@ -9,18 +9,16 @@ and after masking so that a page can show all three stages side by side.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from anatomy.attention import scaled_dot_product_attention
+from anatomy.attention import AttentionTrace, apply_mask, attention_scores, attention_weights, masked_softmax
 from anatomy.devices import float64_on_the_cpu
 from anatomy.masks import causal_mask, combine_masks, padding_mask
-from anatomy.trace import AttentionTrace, ModelTrace
-from lessons.attention.examples import masked_softmax
+from anatomy.trace import ModelTrace
 from lessons.common.runs import EncoderRun, TokenizedText
 
 FOCUS_WINDOW = 48  # tokens shown at once: a 48 × 48 grid is still readable, 512 × 512 is not
@@ -68,8 +66,7 @@ class HeadInputs:
 
 def mask_scores(scores: Tensor, mask: Tensor) -> MaskedAttention:
     """The mask on a ready-made score matrix: −∞ where forbidden, then a softmax per row."""
-    masked_scores, weights = masked_softmax(scores, mask)
-    return MaskedAttention(mask, scores, masked_scores, weights)
+    return MaskedAttention(mask, scores, apply_mask(scores, mask), masked_softmax(scores, mask))
 
 
 def head_inputs(attention: AttentionTrace, head: int) -> HeadInputs:
@@ -80,16 +77,15 @@ def head_inputs(attention: AttentionTrace, head: int) -> HeadInputs:
 def attend(inputs: HeadInputs, mask: Tensor | None) -> MaskedAttention:
     """Recompute one head's attention with `mask` ((T, S), None = every key allowed).
 
-    The weights come from the same `scaled_dot_product_attention` the models run; the scores are kept
-    beside them only so that the page can show what the mask did to them.
+    The weights come from the same `attention_weights` the models run; the scores are kept beside them only
+    so that the page can show what the mask did to them.
     """
     query, key = inputs.query, inputs.key
     allowed = torch.ones(query.size(0), key.size(0), dtype=torch.bool, device=query.device)
     if mask is not None:
         allowed = allowed & mask  # (T, S) whatever shape the mask broadcast from
-    _, weights = scaled_dot_product_attention(query, key, inputs.value, mask)
-    scores = query @ key.T / math.sqrt(query.size(-1))  # (T, S)
-    return MaskedAttention(allowed, scores, scores.masked_fill(~allowed, float("-inf")), weights)
+    scores = attention_scores(query, key)  # (T, S)
+    return MaskedAttention(allowed, scores, apply_mask(scores, allowed), attention_weights(query, key, mask))
 
 
 def causal(inputs: HeadInputs) -> MaskedAttention:

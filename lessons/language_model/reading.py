@@ -13,10 +13,10 @@ from functools import cache
 import torch
 from torch import Tensor, nn
 
+from anatomy.attention import AttentionTrace
 from anatomy.blocks import rotation_of
 from anatomy.models import DecoderOnlyLM
 from anatomy.rotary import Rotation
-from anatomy.trace import AttentionTrace
 from lessons.common.llm.smollm2 import ChatModel
 
 MAX_TOKENS = 512  # SmolLM2 reads 8,192 tokens, but a page on two CPU cores answers in seconds only up to here

@@ -24,10 +24,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from anatomy.attention import MultiHeadAttention, merge_heads
+from anatomy.attention import AttentionTrace, MultiHeadAttention, merge_heads
 from anatomy.blocks import EncoderLayer
 from anatomy.models import Encoder
-from anatomy.trace import AttentionTrace, LayerTrace, ModelTrace
+from anatomy.trace import LayerTrace, ModelTrace
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,26 @@ and the recorded trace reproduces the weights it reports."""
 
 from __future__ import annotations
 
+import ast
 import math
+from pathlib import Path
 
 import pytest
 import torch
 
-from anatomy.attention import MultiHeadAttention, MultiHeadAttentionLoop, merge_heads, scaled_dot_product_attention
-from anatomy.masks import causal_mask, padding_mask
+import anatomy.attention
+from anatomy.attention import (
+    AttentionTrace,
+    MultiHeadAttention,
+    MultiHeadAttentionLoop,
+    apply_mask,
+    attention_scores,
+    attention_weights,
+    masked_softmax,
+    merge_heads,
+    scaled_dot_product_attention,
+)
+from anatomy.masks import causal_mask, combine_masks, padding_mask
 from lessons.attention import examples as toy
 
 pytestmark = pytest.mark.usefixtures("no_autograd")
@@ -164,17 +177,83 @@ def test_trace_concatenation_is_the_head_outputs_side_by_side(batched, attention
     assert largest_difference(batched.output(attention_trace.concatenated), attention_trace.output) <= 1e-6
 
 
-def test_seed_004_causal_example_keeps_the_past_and_zeroes_the_future():
-    scores, weights = toy.masked_softmax(toy.CAUSAL_EXAMPLE_SCORES, causal_mask(4))
+def test_the_causal_worked_example_keeps_the_past_and_zeroes_the_future():
+    scores = apply_mask(toy.CAUSAL_EXAMPLE_SCORES, causal_mask(4))
+    weights = masked_softmax(toy.CAUSAL_EXAMPLE_SCORES, causal_mask(4))
     assert torch.isinf(scores.triu(diagonal=1)[causal_mask(4).logical_not()]).all()
     assert torch.all(weights.triu(diagonal=1) == 0.0)
     assert torch.allclose(weights.sum(dim=-1), torch.ones(4, dtype=torch.float64), atol=1e-12)
     assert weights[0].tolist() == [1.0, 0.0, 0.0, 0.0]
 
 
-def test_seed_004_second_causal_row_is_0_45_0_55_not_the_printed_0_2_0_8():
-    """The seed shows softmax([0.1, 0.3]) as [0.2, 0.8]; e^0.1 / (e^0.1 + e^0.3) is 0.4502."""
-    _, weights = toy.masked_softmax(toy.CAUSAL_EXAMPLE_SCORES, causal_mask(4))
+def test_the_causal_worked_examples_second_row_is_0_45_0_55_not_0_2_0_8():
+    """softmax([0.1, 0.3]) is easily misprinted as [0.2, 0.8]; e^0.1 / (e^0.1 + e^0.3) is 0.4502."""
+    weights = masked_softmax(toy.CAUSAL_EXAMPLE_SCORES, causal_mask(4))
     first = math.exp(0.1) / (math.exp(0.1) + math.exp(0.3))
     assert weights[1].tolist() == pytest.approx([first, 1 - first, 0.0, 0.0], abs=1e-12)
     assert first == pytest.approx(0.45017, abs=1e-5)
+
+
+def test_masked_softmax_leaves_the_scores_it_is_given_as_they_were():
+    scores = toy.CAUSAL_EXAMPLE_SCORES.clone()
+    masked_softmax(scores, causal_mask(4))
+    apply_mask(scores, causal_mask(4))
+    assert torch.equal(scores, toy.CAUSAL_EXAMPLE_SCORES)  # no −∞ written into a caller's (or a lesson's) matrix
+
+
+# ── one home for the arithmetic ──────────────────────────────────────────────────────────────────────
+
+
+def test_attention_weights_are_the_softmax_of_the_scaled_and_masked_scores_written_out():
+    """softmax(QKᵀ/√d_k + M), checked against the formula typed out with an additive mask of 0 and −∞."""
+    query, key, _ = random_qkv(5)
+    mask = causal_mask(5)
+    additive_mask = torch.zeros(5, 5).masked_fill(~mask, float("-inf"))  # M
+    by_hand = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(HEAD_WIDTH) + additive_mask, dim=-1)
+    assert largest_difference(attention_weights(query, key, mask), by_hand) <= 1e-6
+    assert largest_difference(attention_scores(query, key), query @ key.transpose(-2, -1) / 2.0) <= 1e-6
+
+
+@pytest.mark.parametrize("num_kv_heads", [HEADS, 2], ids=["multi-head", "grouped-query"])
+def test_the_forward_and_its_trace_give_attention_weights_output_bit_for_bit(hidden, num_kv_heads):
+    torch.manual_seed(0)
+    grouped = MultiHeadAttention(WIDTH, HEADS, num_kv_heads=num_kv_heads).eval()
+    mask = combine_masks(padding_mask(REAL_TOKENS), causal_mask(7))
+    _, trace = grouped(hidden, mask=mask, trace=True)
+    weights = attention_weights(trace.query, trace.key, mask)  # (B, H, T, S)
+    assert torch.equal(trace.weights, weights)
+    assert torch.equal(trace.head_outputs, weights @ trace.value)  # what the forward itself computed with them
+    assert torch.equal(trace.masked_scores, apply_mask(attention_scores(trace.query, trace.key), mask))
+    assert torch.equal(trace.scaled_scores, attention_scores(trace.query, trace.key))
+
+
+def test_every_weight_the_forward_and_its_trace_give_comes_from_the_one_masked_softmax(batched, hidden, monkeypatch):
+    """Swap the softmax for even weights: the traced forward and the trace both follow, so there is no copy."""
+
+    def even_weights(scores, mask=None, *, in_place=False):
+        return torch.full_like(scores, 1 / scores.size(-1))
+
+    monkeypatch.setattr(anatomy.attention, "masked_softmax", even_weights)
+    _, trace = batched(hidden, mask=causal_mask(7), trace=True)
+    assert torch.equal(trace.weights, torch.full((2, HEADS, 7, 7), 1 / 7))
+    assert torch.allclose(trace.head_outputs, trace.value.mean(dim=-2, keepdim=True).expand(-1, -1, 7, -1))
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, at its top or inside a function (`from a import b` names a and a.b)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_the_attention_module_and_the_trace_module_do_not_import_each_other():
+    """AttentionTrace lives beside the attention that makes it; anatomy.trace may import it, never the reverse."""
+    anatomy_folder = Path(anatomy.attention.__file__).parent
+    attention_imports = imported_modules(anatomy_folder / "attention.py")
+    assert "anatomy.trace" not in attention_imports
+    assert AttentionTrace.__module__ == "anatomy.attention"

@@ -5,9 +5,16 @@ import math
 import pytest
 import torch
 
-from anatomy.attention import scaled_dot_product_attention
+import anatomy.attention
+from anatomy.attention import (
+    AttentionTrace,
+    MultiHeadAttention,
+    apply_mask,
+    attention_scores,
+    attention_weights,
+    scaled_dot_product_attention,
+)
 from anatomy.masks import causal_mask
-from anatomy.trace import AttentionTrace
 from lessons.attention import examples as toy
 from lessons.attention.steps import (
     FOCUS_WINDOW,
@@ -108,3 +115,62 @@ def test_a_masked_trace_marks_every_forbidden_score_minus_infinity():
     assert torch.isneginf(steps.masked_scores[above_diagonal]).all()
     assert torch.equal(steps.masked_scores[~above_diagonal], steps.scaled_scores[~above_diagonal])
     assert torch.equal(steps.weights[above_diagonal], torch.zeros(6, dtype=torch.float64))
+
+
+# ── the steps a learner sees are the model's own arithmetic ─────────────────────────────────────────────
+
+
+def a_traced_causal_head():
+    """A small batched attention run with the causal mask, traced: (trace, its input (1, 5, 8))."""
+    torch.manual_seed(3)
+    attention = MultiHeadAttention(8, 2).eval()
+    hidden = torch.randn(1, 5, 8, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        _, trace = attention(hidden, mask=causal_mask(5), trace=True)
+    return trace, hidden
+
+
+def test_a_traced_heads_steps_are_the_forwards_scores_and_weights_bit_for_bit():
+    trace, hidden = a_traced_causal_head()
+    steps = traced_head_steps("abcde", trace, head=1, layer_input=hidden)
+    query, key = trace.query[0, 1].double(), trace.key[0, 1].double()
+    assert torch.equal(steps.weights, attention_weights(trace.query, trace.key, causal_mask(5))[0, 1].double())
+    assert torch.equal(steps.output, (trace.weights @ trace.value)[0, 1].double())  # the forward's own head output
+    assert torch.equal(steps.scaled_scores, attention_scores(query, key))
+    assert torch.equal(steps.masked_scores, apply_mask(attention_scores(query, key), causal_mask(5)))
+
+
+@pytest.mark.parametrize(
+    "steps, mask",
+    [
+        (toy.love_mathematics(), None),
+        (toy.apple_iphones(causal=True), causal_mask(4)),
+        (embedding_self_attention(toy.APPLE_IPHONES_TOKENS, toy.APPLE_IPHONES_X), None),
+    ],
+    ids=["love-mathematics", "apple-causal", "embeddings"],
+)
+def test_the_worked_examples_steps_are_the_models_functions_output_bit_for_bit(steps, mask):
+    assert torch.equal(steps.scaled_scores, attention_scores(steps.query, steps.key))
+    assert torch.equal(steps.masked_scores, apply_mask(attention_scores(steps.query, steps.key), mask))
+    assert torch.equal(steps.weights, attention_weights(steps.query, steps.key, mask))
+    assert torch.equal(steps.output, steps.weights @ steps.value)
+
+
+def test_every_weight_the_attention_lesson_shows_comes_from_the_models_one_masked_softmax(monkeypatch):
+    """Swap the softmax for even weights: every source of the lesson follows, so none keeps a copy of it."""
+
+    def even_weights(scores, mask=None, *, in_place=False):
+        return torch.full_like(scores, 1 / scores.size(-1))
+
+    monkeypatch.setattr(anatomy.attention, "masked_softmax", even_weights)
+    trace, hidden = a_traced_causal_head()
+    shown = {
+        "toy": toy.love_mathematics().weights,
+        "apple": toy.apple_iphones(causal=True).weights,
+        "embeddings": embedding_self_attention(toy.APPLE_IPHONES_TOKENS, toy.APPLE_IPHONES_X).weights,
+        "model": traced_head_steps("abcde", trace, head=0, layer_input=hidden).weights,
+    }
+    for source, weights in shown.items():
+        assert torch.equal(weights.float(), torch.full(weights.shape, 1 / weights.size(-1))), (
+            source
+        )  # float32 of the model

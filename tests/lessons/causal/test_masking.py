@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from anatomy.attention import apply_mask, attention_scores, attention_weights, masked_softmax
 from anatomy.masks import causal_mask
 from lessons.attention import examples as toy
 from lessons.causal import masking as mask_demo
@@ -55,7 +56,20 @@ def test_the_worked_example_fills_the_future_with_minus_infinity_and_keeps_the_p
     assert torch.allclose(view.row_sums, torch.ones(4, dtype=torch.float64), atol=1e-15)
 
 
+def test_the_worked_example_is_masked_by_the_models_own_functions_bit_for_bit():
+    view = mask_demo.mask_scores(toy.CAUSAL_EXAMPLE_SCORES, causal_mask(4))
+    assert torch.equal(view.masked_scores, apply_mask(toy.CAUSAL_EXAMPLE_SCORES, causal_mask(4)))
+    assert torch.equal(view.weights, masked_softmax(toy.CAUSAL_EXAMPLE_SCORES, causal_mask(4)))
+
+
 # --- A causal mask on one head ---------------------------------------------------------------------
+
+
+def test_a_masked_head_shows_the_models_scores_and_weights_bit_for_bit(small_head):
+    for view, mask in ((mask_demo.causal(small_head), causal_mask(6)), (mask_demo.unmasked(small_head), None)):
+        assert torch.equal(view.scores, attention_scores(small_head.query, small_head.key))
+        assert torch.equal(view.masked_scores, apply_mask(view.scores, mask))
+        assert torch.equal(view.weights, attention_weights(small_head.query, small_head.key, mask))
 
 
 def test_causal_mask_zeroes_every_future_position_exactly(small_head):
