@@ -51,7 +51,7 @@ class ResidualBlock(nn.Module):
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.norm_placement: NormPlacement = config.norm
+        self.norm_placement: NormPlacement = config.norm_placement
         self.dropout = nn.Dropout(config.dropout)
 
     def sublayer(self, x: Tensor, norm: nn.Module, run: Callable[[Tensor], tuple[Tensor, Any]]) -> SublayerStep:
@@ -125,7 +125,7 @@ class DecoderLayer(ResidualBlock):
         self.attention = MultiHeadAttention(
             width,
             config.num_heads,
-            num_kv_heads=config.key_value_heads,
+            num_kv_heads=config.num_kv_heads,
             bias=bias,
             rope_theta=config.rope_theta if config.positions == "rotary" else None,
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
 NormPlacement = Literal["pre", "post"]
@@ -20,6 +20,12 @@ PositionKind = Literal["learned", "sinusoidal", "rotary"]
 FeedForwardKind = Literal["plain", "gated"]  # expand-activate-contract (GPT-2), or SwiGLU's gated form (Llama)
 
 SEQ2SEQ_MODEL_TYPE = "anatomy-seq2seq"  # config.json's model_type for the encoder-decoder trained here
+# What the config.json of a model trained here holds besides the configuration (see checkpoints/saving.py).
+TRAINED_CHECKPOINT_KEYS = frozenset(
+    {"model_type", "bos_token_id", "eos_token_id", "pad_token_id", "anatomy_task", "anatomy_vocabulary"}
+)
+# Names these configurations used to have, and the name each field has now.
+RENAMED_FIELDS = {"norm": "norm_placement", "key_value_heads": "num_kv_heads"}
 
 # Hugging Face names for the feed-forward activation, mapped onto ours. BERT's "gelu" is the exact
 # erf form; GPT-2's "gelu_new" is the tanh approximation it was trained with.
@@ -44,7 +50,7 @@ class TransformerConfig:
     num_heads: int = 12  # H: attention heads per block (D must divide by H)
     ff_width: int = 3072  # F: feed-forward hidden width (4 * D by convention)
     activation: Activation = "gelu"  # feed-forward non-linearity
-    norm: NormPlacement = "post"  # layer norm after the residual sum (post) or before the sublayer (pre)
+    norm_placement: NormPlacement = "post"  # layer norm after the residual sum (post) or before the sublayer (pre)
     layer_norm_eps: float = 1e-12  # BERT uses 1e-12, GPT-2 1e-5
     dropout: float = 0.1  # used only in training; inference runs in eval mode
 
@@ -80,7 +86,7 @@ class DecoderConfig(TransformerConfig):
     vocab_size: int = 50257
     max_positions: int = 1024  # with rotary positions there is no table: the context length it was trained to
     activation: Activation = "gelu_tanh"
-    norm: NormPlacement = "pre"
+    norm_placement: NormPlacement = "pre"
     layer_norm_eps: float = 1e-5  # the epsilon of whichever norm `norm_kind` picks
     tie_embeddings: bool = True  # the LM head reuses the token embedding matrix
     cross_attention: bool = False  # True for the decoder half of an encoder-decoder model
@@ -88,23 +94,20 @@ class DecoderConfig(TransformerConfig):
     norm_kind: NormKind = "layer"  # LayerNorm (GPT-2) or RMSNorm (Llama)
     positions: PositionKind = "learned"  # a learned position table (GPT-2), the paper's sinusoids, or RoPE (Llama)
     rope_theta: float = 10_000.0  # rotary base: pair k turns by position · θ^(−2k/d_head) (SmolLM2: 100 000)
-    # Key/value heads, each shared by num_heads / num_kv_heads query heads (grouped-query attention, Ainslie et
-    # al., 2023). None: one per query head, the original multi-head attention; 1: multi-query attention.
-    num_kv_heads: int | None = None
+    # H_kv: key/value heads, each shared by num_heads / num_kv_heads query heads (grouped-query attention, Ainslie
+    # et al., 2023). 1 is multi-query attention; left out, it is num_heads: the original multi-head attention.
+    num_kv_heads: int = None  # type: ignore[assignment]  # filled in by __post_init__
     feed_forward: FeedForwardKind = "plain"  # "gated": down(activation(gate(x)) · up(x)), SwiGLU with silu
     bias: bool = True  # biases on the attention and feed-forward projections (Llama has none)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.num_heads % self.key_value_heads:
-            raise ValueError(f"num_heads {self.num_heads} is not divisible by num_kv_heads {self.key_value_heads}")
+        if self.num_kv_heads is None:  # one per query head, stored as a number: equal models get equal configs
+            object.__setattr__(self, "num_kv_heads", self.num_heads)  # (how a frozen dataclass fills in a field)
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(f"num_heads {self.num_heads} is not divisible by num_kv_heads {self.num_kv_heads}")
         if self.positions == "rotary" and self.head_width % 2:
             raise ValueError(f"rotary positions turn pairs of coordinates: head width {self.head_width} is odd")
-
-    @property
-    def key_value_heads(self) -> int:
-        """H_kv: how many distinct key and value heads each attention layer computes."""
-        return self.num_heads if self.num_kv_heads is None else self.num_kv_heads
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,7 +127,7 @@ class Seq2SeqConfig(TransformerConfig):
     num_heads: int = 2
     ff_width: int = 256
     activation: Activation = "gelu"
-    norm: NormPlacement = "pre"
+    norm_placement: NormPlacement = "pre"
     layer_norm_eps: float = 1e-5
     dropout: float = 0.0
 
@@ -136,7 +139,7 @@ class Seq2SeqConfig(TransformerConfig):
             "num_heads",
             "ff_width",
             "activation",
-            "norm",
+            "norm_placement",
             "layer_norm_eps",
             "dropout",
         )
@@ -191,6 +194,28 @@ PRESETS: dict[str, TransformerConfig] = {
     "gpt2-large": DecoderConfig(width=1280, num_layers=36, num_heads=20, ff_width=5120),
     "SmolLM2-135M": SMOLLM2_135M,
 }
+
+
+Config = TypeVar("Config", bound=TransformerConfig)
+
+
+def config_from_fields(kind: type[Config], values: Mapping[str, Any]) -> Config:
+    """A configuration from its fields by name, as our own config.json writes them.
+
+    A key that is not a field is refused, never dropped: a misspelt or renamed field would otherwise leave
+    its default in place, and the model would be built in another shape than the one its weights were
+    trained in."""
+    for old_name, new_name in RENAMED_FIELDS.items():
+        if old_name in values:
+            raise ValueError(f"the config key {old_name!r} is now called {new_name!r}: rename it in the config")
+    known = {field.name for field in fields(kind)}
+    unknown = [name for name in values if name not in known]
+    if unknown:
+        raise ValueError(
+            f"unknown config key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+            f"(a {kind.__name__} has {', '.join(sorted(known))})"
+        )
+    return kind(**values)
 
 
 def _read(source: Any, *names: str, default: Any = None) -> Any:
@@ -257,8 +282,10 @@ def config_from_hf(hf_config: Any) -> TransformerConfig:
         return _llama_config(hf_config)
     if model_type == SEQ2SEQ_MODEL_TYPE:
         # This project's own encoder-decoder: its config.json holds our field names as they are.
-        present = {field.name: _read(hf_config, field.name) for field in fields(Seq2SeqConfig)}
-        return Seq2SeqConfig(**{name: value for name, value in present.items() if value is not None})
+        if not isinstance(hf_config, Mapping):
+            raise TypeError(f"a {SEQ2SEQ_MODEL_TYPE} config is read from its config.json, as a dict")
+        values = {name: value for name, value in hf_config.items() if name not in TRAINED_CHECKPOINT_KEYS}
+        return config_from_fields(Seq2SeqConfig, values)
     raise ValueError(f"unsupported model_type {model_type!r}: this app reads BERT-family encoders and GPT-2 decoders")
 
 
@@ -328,7 +355,7 @@ def parameter_breakdown(config: TransformerConfig) -> dict[str, int]:
         parts["token type embeddings"] = config.type_vocab_size * D
         parts["embedding layer norm"] = _layer_norm(D) if config.embedding_layer_norm else 0
         parts["pooler"] = _linear(D, D) if config.pooler else 0
-        parts["final layer norm"] = _layer_norm(D) if config.norm == "pre" else 0
+        parts["final layer norm"] = _layer_norm(D) if config.norm_placement == "pre" else 0
     return {name: count for name, count in parts.items() if count}
 
 
@@ -337,7 +364,7 @@ def _decoder_breakdown(config: DecoderConfig) -> dict[str, int]:
     H_kv·d_head wide instead of D, a gated feed-forward has a third matrix, RMSNorm has no bias, rotary
     positions have no table. (The component names stay those of GPT-2's table, RMSNorm included.)"""
     D, F, bias = config.width, config.ff_width, config.bias
-    key_value_width = config.key_value_heads * config.head_width
+    key_value_width = config.num_kv_heads * config.head_width
     attention = 2 * _linear(D, D, bias) + 2 * _linear(D, key_value_width, bias)  # W_Q, W_O; W_K, W_V
     feed_forward = _linear(D, F, bias) + _linear(F, D, bias)
     if config.feed_forward == "gated":

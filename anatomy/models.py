@@ -77,7 +77,9 @@ class Encoder(nn.Module):
         self.embeddings = Embeddings(config)
         self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.num_layers))
         # A pre-LN stack never normalises its main path, so it ends with one LayerNorm; post-LN needs none.
-        self.final_norm = nn.LayerNorm(config.width, eps=config.layer_norm_eps) if config.norm == "pre" else None
+        self.final_norm = (
+            nn.LayerNorm(config.width, eps=config.layer_norm_eps) if config.norm_placement == "pre" else None
+        )
         self.pooler = nn.Linear(config.width, config.width) if config.pooler else None
 
     def pool(self, last_hidden_state: Tensor) -> Tensor:

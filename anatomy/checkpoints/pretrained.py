@@ -193,7 +193,7 @@ def _fetch(state: dict[str, Tensor], source: Source, config: TransformerConfig) 
     if source.chunk is not None:
         tensor = tensor.chunk(source.chunks, dim=0)[source.chunk]
     if source.unpermute_rotary is not None and isinstance(config, DecoderConfig):
-        heads = config.num_heads if source.unpermute_rotary == "query" else config.key_value_heads
+        heads = config.num_heads if source.unpermute_rotary == "query" else config.num_kv_heads
         if tensor.dim() == 2 and tensor.size(0) % (2 * heads) == 0:  # a wrong shape is reported by the caller
             tensor = unpermute_rotary_rows(tensor, heads)
     return tensor.contiguous()  # a transposed view is copied once here, not at every use as a weight

@@ -55,7 +55,7 @@ def checkpoint_tensors(
 
 def gpt2_config(config: DecoderConfig) -> dict:
     """A GPT-2 config.json describing `config`; refuses anything GPT-2 could not run."""
-    if (config.norm, config.tie_embeddings, config.cross_attention) != ("pre", True, False):
+    if (config.norm_placement, config.tie_embeddings, config.cross_attention) != ("pre", True, False):
         raise ValueError("only a pre-LN decoder with a tied LM head and no cross-attention has GPT-2's layout")
     return {
         "model_type": "gpt2",

@@ -224,7 +224,7 @@ def untrained_layers(
     """Freshly initialised encoder blocks in eval mode, built one at a time as they are asked for, so a stack
     run through them holds one block's weights at once. Placement changes no shape, so the same seed gives the
     pre-LN and the post-LN stack exactly the same weights."""
-    demo_config = replace(config, norm=placement, num_layers=num_layers, dropout=0.0)
+    demo_config = replace(config, norm_placement=placement, num_layers=num_layers, dropout=0.0)
     generator = torch.Generator().manual_seed(seed)
     for _ in range(num_layers):
         layer = EncoderLayer(demo_config)

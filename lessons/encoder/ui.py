@@ -278,10 +278,10 @@ def show_layer_norm(traced: TracedText) -> None:
     st.markdown(text.LAYER_NORM_INTRO)
     post_column, pre_column = st.columns(2)
     with post_column:
-        st.markdown(text.placement_heading("Post-LN", config.norm == "post"))
+        st.markdown(text.placement_heading("Post-LN", config.norm_placement == "post"))
         st.latex(text.POST_LN_FORMULA)
     with pre_column:
-        st.markdown(text.placement_heading("Pre-LN", config.norm == "pre"))
+        st.markdown(text.placement_heading("Pre-LN", config.norm_placement == "pre"))
         st.latex(text.PRE_LN_FORMULA)
     st.markdown(text.unit_length(unit_norm))
     st.subheader("What the loaded model computes")

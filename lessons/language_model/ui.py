@@ -139,7 +139,7 @@ def show_model_facts(chat: ChatModel) -> None:
         text.MODEL_FACTS.format(
             layers=config.num_layers,
             heads=config.num_heads,
-            kv_heads=config.key_value_heads,
+            kv_heads=config.num_kv_heads,
             width=config.width,
             ff_width=config.ff_width,
             vocabulary=config.vocab_size,
@@ -290,7 +290,7 @@ def show_attention(chat: ChatModel, tokens: ModelTokens, study_text: str) -> Non
     window = focus_window(len(tokens), start)
     maps = loaders.unless_out_of_memory(lambda: attention_of(study_text, token_cap(), layer), len(study_text))
     weights = crop(maps[head], window, window)
-    st.caption(text.head_group(head, config.num_heads, config.key_value_heads))
+    st.caption(text.head_group(head, config.num_heads, config.num_kv_heads))
     if len(window) < len(tokens):
         st.caption(
             f"Showing positions {window.start}–{window.stop - 1} of {len(tokens)}. Keys before the window still "

@@ -15,7 +15,15 @@ import pytest
 import torch
 
 from anatomy.checkpoints.pretrained import ModelLoadError, load_pretrained
-from anatomy.config import PRESETS, DecoderConfig, EncoderConfig, config_from_hf, parameter_count
+from anatomy.config import (
+    PRESETS,
+    DecoderConfig,
+    EncoderConfig,
+    Seq2SeqConfig,
+    config_from_fields,
+    config_from_hf,
+    parameter_count,
+)
 from anatomy.models import DecoderOnlyLM, Encoder, SequenceClassifier
 
 pytestmark = pytest.mark.usefixtures("no_autograd")
@@ -59,7 +67,7 @@ TINY = dict(vocab_size=50, max_positions=16, width=16, num_heads=4, ff_width=24,
 @pytest.mark.parametrize("pooler", [False, True], ids=["no-pooler", "pooler"])
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_parameter_count_equals_a_built_encoder(norm, pooler):
-    config = EncoderConfig(**TINY, norm=norm, pooler=pooler)
+    config = EncoderConfig(**TINY, norm_placement=norm, pooler=pooler)
     assert parameter_count(config) == number_of_parameters(Encoder(config))
 
 
@@ -154,6 +162,58 @@ def test_config_is_frozen_and_checks_that_heads_divide_the_width():
     assert config.width == 768 and config.head_width == 64
     with pytest.raises(ValueError, match="width 100 is not divisible by num_heads 12"):
         EncoderConfig(width=100)
+
+
+def test_a_decoder_left_to_its_default_has_as_many_key_value_heads_as_query_heads():
+    assert DecoderConfig(num_heads=16, width=1024).num_kv_heads == 16
+    assert DecoderConfig(num_heads=16, width=1024) == DecoderConfig(num_heads=16, width=1024, num_kv_heads=16)
+
+
+# ----------------------------------------------------------------------- our own config.json: every key known
+
+SEQ2SEQ_JSON = {"model_type": "anatomy-seq2seq", "width": 32, "num_heads": 2, "norm_placement": "post"}
+
+
+def test_our_config_json_builds_the_configuration_it_names():
+    assert config_from_hf(SEQ2SEQ_JSON) == Seq2SeqConfig(width=32, num_heads=2, norm_placement="post")
+
+
+def test_an_unknown_key_in_our_config_is_refused_by_name_not_dropped():
+    misspelt = {**SEQ2SEQ_JSON, "num_decoder_layer": 6}  # num_decoder_layers, missing its s
+    with pytest.raises(ValueError, match="unknown config key 'num_decoder_layer'"):
+        config_from_hf(misspelt)
+    with pytest.raises(ValueError, match="unknown config keys 'colour', 'size'"):
+        config_from_fields(DecoderConfig, {"colour": "red", "size": 3})
+
+
+@pytest.mark.parametrize(
+    "retired, current, value, kind",
+    [("norm", "norm_placement", "pre", Seq2SeqConfig), ("key_value_heads", "num_kv_heads", 2, DecoderConfig)],
+)
+def test_a_retired_field_name_is_refused_with_the_name_it_has_now(retired, current, value, kind):
+    with pytest.raises(ValueError, match=f"'{retired}' is now called '{current}'"):
+        config_from_fields(kind, {"width": 32, "num_heads": 2, retired: value})
+    with pytest.raises(TypeError, match=retired):  # nor is it an argument of the dataclass
+        kind(**{retired: value})
+
+
+def test_hugging_face_configs_keep_every_key_we_do_not_read():
+    """Their config.json is theirs: transformers adds keys from version to version, and we read only ours."""
+    gpt2_json = {"model_type": "gpt2", "vocab_size": 50, "n_positions": 16, "n_embd": 32, "n_layer": 1, "n_head": 4}
+    with_new_keys = {**gpt2_json, "transformers_version": "5.0.0", "some_future_option": True, "norm": "x"}
+    assert config_from_hf(with_new_keys) == config_from_hf(gpt2_json)
+
+
+def test_a_model_folder_whose_config_has_an_unknown_key_says_which_key(tmp_path):
+    from anatomy.checkpoints.saving import save_trained
+    from anatomy.seq2seq import EncoderDecoder
+    from anatomy.training.tasks import ReversalTask
+
+    task = ReversalTask(max_length=4)
+    folder = save_trained(EncoderDecoder(Seq2SeqConfig(vocab_size=len(task.tokenizer.tokens))), task, tmp_path / "m")
+    raw = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**raw, "num_decoder_layer": 6}))
+    assert "unknown config key 'num_decoder_layer'" in load_error(folder)
 
 
 # ---------------------------------------------------------------------------------------- loading errors

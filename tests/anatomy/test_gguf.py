@@ -86,7 +86,7 @@ def test_unpermuting_rotary_rows_undoes_llama_cpps_permutation_and_pairs_coordin
 
 def test_the_config_is_read_from_the_llama_metadata(files):
     config = config_from_gguf(read_gguf(files["F32"]))
-    assert (config.width, config.num_layers, config.num_heads, config.key_value_heads) == (64, 2, 4, KV_HEADS)
+    assert (config.width, config.num_layers, config.num_heads, config.num_kv_heads) == (64, 2, 4, KV_HEADS)
     assert (config.ff_width, config.rope_theta, config.vocab_size, config.max_positions) == (128, 10_000.0, 300, 256)
     assert config.tie_embeddings and not config_from_gguf(read_gguf(files["untied"])).tie_embeddings
 

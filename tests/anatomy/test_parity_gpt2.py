@@ -51,7 +51,7 @@ def largest_difference(left, right) -> float:
 def test_a_gpt2_folder_loads_as_a_decoder_only_language_model(ours):
     assert isinstance(ours, DecoderOnlyLM)
     assert (ours.config.width, ours.config.num_layers, ours.config.num_heads) == (32, 2, 4)
-    assert ours.config.activation == "gelu_tanh" and ours.config.norm == "pre"
+    assert ours.config.activation == "gelu_tanh" and ours.config.norm_placement == "pre"
 
 
 def test_logits_match_gpt2_lm_head_model(ours, reference, input_ids):

@@ -76,7 +76,7 @@ def largest_difference(left, right) -> float:
 
 def test_a_llama_folder_loads_as_a_decoder_with_every_modern_switch_on(ours, reference):
     config = ours.config
-    assert (config.width, config.num_layers, config.num_heads, config.key_value_heads) == (64, 2, 4, 2)
+    assert (config.width, config.num_layers, config.num_heads, config.num_kv_heads) == (64, 2, 4, 2)
     assert (config.norm_kind, config.positions, config.feed_forward, config.bias) == ("rms", "rotary", "gated", False)
     assert config.tie_embeddings == reference.config.tie_word_embeddings == (ours.lm_head is None)
     assert ours.embeddings.position is None  # rotary: no position table

@@ -154,6 +154,6 @@ def test_a_config_whose_vocabulary_disagrees_with_its_task_is_refused(model, tmp
 
 
 def test_saving_refuses_a_decoder_gpt2_could_not_run(tmp_path):
-    post_ln = DecoderOnlyLM(DecoderConfig(vocab_size=12, width=32, num_heads=2, num_layers=1, norm="post"))
+    post_ln = DecoderOnlyLM(DecoderConfig(vocab_size=12, width=32, num_heads=2, num_layers=1, norm_placement="post"))
     with pytest.raises(ValueError, match="pre-LN"):
         save_trained(post_ln, TASK, tmp_path / "post-ln")

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from anatomy.checkpoints.pretrained import load_pretrained
+from anatomy.checkpoints.saving import save_trained
 from anatomy.models import DecoderOnlyLM
 from anatomy.seq2seq import EncoderDecoder
 from anatomy.training.loop import teacher_forced_loss
@@ -54,6 +55,14 @@ def test_each_shipped_model_is_a_small_safetensors_checkpoint_built_from_its_rec
     assert shipped[name].config == RECIPES[name].config
     assert shipped[name].task == RECIPES[name].task
     assert shipped[name].tokenizer is None  # no transformers tokenizer: the task carries the vocabulary
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_each_shipped_config_json_is_what_saving_its_model_writes_and_it_loads_back_equal(shipped, name, tmp_path):
+    shipped_json = json.loads((RECIPES[name].folder / "config.json").read_text())
+    written = save_trained(shipped[name].model, shipped[name].task, tmp_path / name)
+    assert json.loads((written / "config.json").read_text()) == shipped_json
+    assert load_pretrained(str(written), device="cpu").config == shipped[name].config == RECIPES[name].config
 
 
 def test_the_decoders_are_gpt2_checkpoints_and_only_the_cheater_is_unmasked(shipped):

@@ -13,6 +13,7 @@ import torch
 
 from anatomy.checkpoints.pretrained import ModelLoadError, embedded_model_folder, load_pretrained
 from anatomy.devices import available_devices
+from anatomy.training.recipes import RECIPES
 from harness.apptest import assert_clean, open_page, plotly_figures
 from lessons.attention import examples as toy
 from lessons.common import hosting
@@ -53,6 +54,13 @@ def broken_folders(tmp_path_factory):
     T5Model(T5Config(vocab_size=64, d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2)).save_pretrained(
         folder("t5_architecture")
     )
+    reverser = RECIPES["reverser"].folder
+    misspelt = shutil.copytree(reverser, root / "trained_config_with_an_unknown_key")
+    shipped = json.loads((reverser / "config.json").read_text())
+    misspelt.joinpath("config.json").write_text(json.dumps({**shipped, "num_decoder_layer": 6}))
+    before_the_rename = shutil.copytree(reverser, root / "trained_config_with_a_retired_name")
+    renamed = {("norm" if key == "norm_placement" else key): value for key, value in shipped.items()}
+    before_the_rename.joinpath("config.json").write_text(json.dumps(renamed))
     return {**folders, **{path.name: path for path in root.iterdir()}}
 
 
@@ -65,6 +73,8 @@ FAULTS = [
     "weights_of_another_size",
     "distilbert_architecture",
     "t5_architecture",
+    "trained_config_with_an_unknown_key",
+    "trained_config_with_a_retired_name",
 ]
 
 
@@ -93,6 +103,8 @@ def test_the_messages_name_what_is_wrong(broken_folders):
         "distilbert_architecture": "'distilbert' cannot be loaded",
         "t5_architecture": "unsupported model_type 't5'",
         "config_without_sizes": "could not be loaded",
+        "trained_config_with_an_unknown_key": "unknown config key 'num_decoder_layer'",
+        "trained_config_with_a_retired_name": "'norm' is now called 'norm_placement'",
     }
     for fault, words in expected.items():
         _, problem = loaders.try_get_model(str(broken_folders[fault]))

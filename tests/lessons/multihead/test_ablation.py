@@ -81,7 +81,7 @@ def test_switching_heads_off_equals_zeroing_their_columns_of_w_o_in_a_copy(embed
 def test_a_pre_ln_stack_is_ablated_through_its_final_norm_too():
     torch.manual_seed(0)
     config = EncoderConfig(
-        vocab_size=40, max_positions=16, width=16, num_layers=3, num_heads=4, ff_width=32, norm="pre"
+        vocab_size=40, max_positions=16, width=16, num_layers=3, num_heads=4, ff_width=32, norm_placement="pre"
     )
     model = Encoder(config).eval()
     ids = torch.randint(0, 40, (1, 9))
