@@ -30,6 +30,5 @@ sidebar.render()
 tour.show_picker()  # in the sidebar, below the text and model
 tour_builder.show(page)  # below it: a tour made of the views on screen
 tour.show_bar(page)  # while a tour runs: first on the page
-frame.mark_entrypoint()
 lesson.run()
 linked.write_address()  # ...and it goes to the address bar once: one history entry per view

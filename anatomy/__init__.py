@@ -4,7 +4,7 @@ The transformer itself lives in this package's top-level modules (config, attent
 rotary, norms, embeddings, feedforward, blocks, models, seq2seq, cache, generation, trace, devices).
 `anatomy.checkpoints` reads and writes weights (Hugging Face folders and llama.cpp GGUF files) through
 declarative key maps; `anatomy.training` trains the small models this project ships.
-Nothing here imports the app: the lessons (`lessons/`) and pages (`pages/`) build on it.
+Nothing here imports the app: the lessons (`lessons/`) and pages (`lesson_pages/`) build on it.
 
 Import each name from the module that defines it (`from anatomy.checkpoints.pretrained import
 load_pretrained`): this file imports nothing. Python imports a package before any of its modules, so a package

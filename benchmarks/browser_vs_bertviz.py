@@ -207,7 +207,9 @@ def streamlit_floor(browser, repeats: int) -> dict:
                 rows[name + VIA_PROXY] = summary(*measure(browser, proxied.url, STREAMLIT_PAINTED, charts, repeats))
         page, script = Path(folder) / "floor_page.py", Path(folder) / "frame_floor.py"
         page.write_text(FRAME_PAGE)
-        (Path(folder) / "pages").symlink_to(ROOT / "pages")  # st.Page reads the lessons' files beside the script
+        (Path(folder) / "lesson_pages").symlink_to(
+            ROOT / "lesson_pages"
+        )  # st.Page reads the lessons' files beside the script
         script.write_text(FRAME_APP.format(page=str(page), app=str(ROOT / "app.py")))
         with (
             StreamlitServer(script=script, log_path=ARTIFACTS / "streamlit-floor.log") as server,
@@ -339,7 +341,7 @@ def main() -> None:
         "lengths": {},
         "floor": {},
         "tokens_of": arguments.tokens_of,
-        "pages": {},  # {length: {view: row}}
+        "lesson_pages": {},  # {length: {view: row}}
         "tabs": {},
     }
     print(f"load average before: {results['load_average_before']}")
@@ -379,7 +381,7 @@ def main() -> None:
                     f"\nEvery page at {length} tokens of {arguments.tokens_of} (first: the page's own caches are cold)"
                 )
                 print(f"{'page':<44}{COLUMNS}")
-                results["pages"][length] = time_every_page(browser, server, text, arguments.repeats, pages)
+                results["lesson_pages"][length] = time_every_page(browser, server, text, arguments.repeats, pages)
                 if tabs:
                     print(f"\nEvery other tab at {length} tokens (a tab runs once it is opened)")
                     results["tabs"][length] = time_every_page(browser, server, text, arguments.repeats, tabs)
@@ -434,8 +436,8 @@ def report_goals(results: dict) -> None:
         report_floor(length, theirs, results["floor"])
     one_chart = results["floor"].get("one 2×2 chart", {}).get("cold_s")
     framed = results["floor"].get(FRAME_FLOOR, {}).get("cold_s")
-    for length in results["pages"]:
-        for views, what in ((results["pages"][length], "page"), (results["tabs"].get(length, {}), "other tab")):
+    for length in results["lesson_pages"]:
+        for views, what in ((results["lesson_pages"][length], "page"), (results["tabs"].get(length, {}), "other tab")):
             for kind in ("first_s", "cold_s", "warm_s") if views else ():
                 slow = {
                     name: round(row[kind], 2) if row[kind] is not None else None

@@ -23,13 +23,13 @@ from harness.hostile import NUMBER_PARAMETERS, NUMBER_TEXTS, TEXTS, OutboundConn
 
 # Every view whose content depends on the sidebar text: a page plus the link parameters that open a tab.
 SIDEBAR_VIEWS = {
-    "home": ("pages/home.py", {}),
+    "home": ("lesson_pages/home.py", {}),
     **{
-        f"tokenization/{tab}": ("pages/tokenization.py", {"tok_tab": tab})
+        f"tokenization/{tab}": ("lesson_pages/tokenization.py", {"tok_tab": tab})
         for tab in ("Text → tokens", "Tokens → vectors", "Three tokenizers")
     },
     **{
-        f"positional/{tab}": ("pages/positional.py", {"pos_tab": tab})
+        f"positional/{tab}": ("lesson_pages/positional.py", {"pos_tab": tab})
         for tab in (
             "Formula and curves",
             "The whole table",
@@ -37,10 +37,10 @@ SIDEBAR_VIEWS = {
             "Bounded, unique, deterministic",
         )
     },
-    "attention/embeddings": ("pages/attention.py", {"att_source": "embeddings"}),
-    "attention/model": ("pages/attention.py", {"att_source": "model"}),
+    "attention/embeddings": ("lesson_pages/attention.py", {"att_source": "embeddings"}),
+    "attention/model": ("lesson_pages/attention.py", {"att_source": "model"}),
     **{
-        f"multihead/{tab}": ("pages/multihead.py", {"mh_tab": tab})
+        f"multihead/{tab}": ("lesson_pages/multihead.py", {"mh_tab": tab})
         for tab in (
             "All heads",
             "Head view",
@@ -51,21 +51,21 @@ SIDEBAR_VIEWS = {
         )
     },
     **{
-        f"causal/{tab}": ("pages/causal.py", {"cm_tab": tab})
+        f"causal/{tab}": ("lesson_pages/causal.py", {"cm_tab": tab})
         for tab in ("A worked example", "One head on your text", "No mask, padding, causal")
     },
-    "causal/cheater": ("pages/causal.py", {"cm_tab": "A trained decoder", "cm_cheater": "true"}),
+    "causal/cheater": ("lesson_pages/causal.py", {"cm_tab": "A trained decoder", "cm_cheater": "true"}),
     **{
-        f"decoder/{tab}": ("pages/decoder.py", {"dec_tab": tab})
+        f"decoder/{tab}": ("lesson_pages/decoder.py", {"dec_tab": tab})
         for tab in ("Three attentions", "Writing the answer", "Three families")
     },
-    "training": ("pages/training.py", {}),
+    "training": ("lesson_pages/training.py", {}),
     **{
-        f"language_model/{tab}": ("pages/language_model.py", {"lm_tab": tab})
+        f"language_model/{tab}": ("lesson_pages/language_model.py", {"lm_tab": tab})
         for tab in ("The next token", "Writing", "Attention", "Chat template")
     },
     **{
-        f"encoder/{tab}": ("pages/encoder.py", {"enc_tab": tab})
+        f"encoder/{tab}": ("lesson_pages/encoder.py", {"enc_tab": tab})
         for tab in (
             "Attention, all layers",
             "Hidden states",
@@ -82,7 +82,7 @@ QUICK_VIEWS = ("tokenization/Text → tokens", "attention/model", "encoder/Atten
 # The lessons' own text fields (tests/hostile_corpus.py), plus one entry of the toy matrix editor.
 PAGE_FIELDS = {
     **hostile_corpus.PAGE_FIELDS,
-    "att_toy_cell": ("pages/attention.py", {"att_source": "toy"}, None),  # one entry of the editable X
+    "att_toy_cell": ("lesson_pages/attention.py", {"att_source": "toy"}, None),  # one entry of the editable X
 }
 
 
@@ -160,7 +160,7 @@ def main() -> int:
     arguments = parser.parse_args()
     tally = Tally()
     started = time.perf_counter()
-    open_page("pages/home.py")  # load the model once, outside the timings
+    open_page("lesson_pages/home.py")  # load the model once, outside the timings
     with OutboundConnections() as outbound:
         sweep_sidebar(tally, QUICK_VIEWS if arguments.quick else SIDEBAR_VIEWS)
         if not arguments.quick:

@@ -137,7 +137,7 @@ def main() -> None:
     gc.collect()
     memory.trim()
     print(f"RSS after the benchmark's own tokenizer: {resident_mb():.0f} MB")
-    open_page("pages/home.py")
+    open_page("lesson_pages/home.py")
     gc.collect()
     print(f"{'home (model loaded)':<28}{resident_mb():>8.0f} MB")
     views = [(name, LESSONS[name].query) for name in arguments.pages.split(",")]
@@ -146,7 +146,7 @@ def main() -> None:
     for name, query in views:
         reset_peak("self")
         start = time.perf_counter()
-        app = open_page(f"pages/{name}.py", text, {key: str(value) for key, value in query.items()})
+        app = open_page(f"lesson_pages/{name}.py", text, {key: str(value) for key, value in query.items()})
         assert not app.exception, [item.value for item in app.exception]
         seconds = time.perf_counter() - start
         gc.collect()
@@ -162,7 +162,7 @@ def main() -> None:
         for session in range(arguments.students):
             for name in (name for name in LESSONS if name != "home"):
                 query = {key: str(value) for key, value in LESSONS[name].query.items()}
-                open_page(f"pages/{name}.py", student_text(session, 0), query)
+                open_page(f"lesson_pages/{name}.py", student_text(session, 0), query)
         gc.collect()
         print(
             f"{f'{arguments.students} students':<28}{resident_mb():>8.0f} MB  (peak {peak_mb():.0f} MB, "

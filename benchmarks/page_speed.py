@@ -54,7 +54,7 @@ def measure(page: str, text: str, repeats: int) -> tuple[float, int]:
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     app.session_state["text"] = text
     app.run()
-    app.switch_page(f"pages/{page}.py").run()  # warm: model, traced run and figures cached
+    app.switch_page(f"lesson_pages/{page}.py").run()  # warm: model, traced run and figures cached
     if app.exception:
         raise RuntimeError(f"{page}: {[item.value for item in app.exception]}")
     timings = []

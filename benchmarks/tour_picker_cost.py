@@ -32,7 +32,7 @@ def first_run(page: str, with_picker: bool) -> tuple[float, int]:
     """Milliseconds of a new session's first run of `page` (through app.py), and the bytes it drew."""
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     if page != "home":
-        app.switch_page(f"pages/{page}.py")
+        app.switch_page(f"lesson_pages/{page}.py")
     without = mock.patch("lessons.common.ui.tour.show_picker", lambda: None)
     with nullcontext() if with_picker else without:
         start = time.perf_counter()

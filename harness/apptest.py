@@ -27,11 +27,7 @@ HOSTILE_TEXTS = {
 
 
 def open_page(page: str, text: str | None = None, query: dict[str, str] | None = None) -> AppTest:
-    """Run the app on `page` (e.g. "pages/attention.py"), optionally with sidebar text and URL parameters.
-
-    To test other text, open the page again with it: after `switch_page`, AppTest does not expose the
-    sidebar's widgets when the pages live in a folder named pages/ (the entrypoint still runs).
-    """
+    """Run the app on `page` (e.g. "lesson_pages/attention.py"), optionally with sidebar text and URL parameters."""
     app = AppTest.from_file(APP, default_timeout=TIMEOUT_SECONDS)
     for key, value in (query or {}).items():
         app.query_params[key] = value

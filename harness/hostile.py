@@ -125,15 +125,15 @@ def dangerous_fragments(text: str) -> list[str]:
 # The lessons' own text fields: (page, link parameters that show the field, session key). The training page's
 # example word appears only after a run, so tests/test_page_training.py trains first and then tries these texts.
 PAGE_FIELDS = {
-    "tok_pair": ("pages/tokenization.py", {}, "tok_pair"),
-    "mh_sentence_a": ("pages/multihead.py", {"mh_tab": "Two sentences"}, "mh_sentence_a"),
-    "mh_sentence_b": ("pages/multihead.py", {"mh_tab": "Two sentences"}, "mh_sentence_b"),
-    "enc_sentence_a": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_sentence_a"),
-    "enc_sentence_b": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_sentence_b"),
-    "enc_word": ("pages/encoder.py", {"enc_tab": "A word in context"}, "enc_word"),
-    "cm_word": ("pages/causal.py", {"cm_tab": "A trained decoder"}, "cm_word"),
-    "dec_word": ("pages/decoder.py", {}, "dec_word"),
-    "lm_message": ("pages/language_model.py", {"lm_tab": "Chat template"}, "lm_message"),
+    "tok_pair": ("lesson_pages/tokenization.py", {}, "tok_pair"),
+    "mh_sentence_a": ("lesson_pages/multihead.py", {"mh_tab": "Two sentences"}, "mh_sentence_a"),
+    "mh_sentence_b": ("lesson_pages/multihead.py", {"mh_tab": "Two sentences"}, "mh_sentence_b"),
+    "enc_sentence_a": ("lesson_pages/encoder.py", {"enc_tab": "A word in context"}, "enc_sentence_a"),
+    "enc_sentence_b": ("lesson_pages/encoder.py", {"enc_tab": "A word in context"}, "enc_sentence_b"),
+    "enc_word": ("lesson_pages/encoder.py", {"enc_tab": "A word in context"}, "enc_word"),
+    "cm_word": ("lesson_pages/causal.py", {"cm_tab": "A trained decoder"}, "cm_word"),
+    "dec_word": ("lesson_pages/decoder.py", {}, "dec_word"),
+    "lm_message": ("lesson_pages/language_model.py", {"lm_tab": "Chat template"}, "lm_message"),
 }
 
 # Class mode: the Class page's start form (session keys) and the link parameters a class link carries.
@@ -143,60 +143,60 @@ CLASS_LINK_PARAMETERS = ("class", "key")
 # Every numeric or choice parameter a link can carry, by view: (page, link parameters that open the view, the
 # parameters that view reads). A tab runs only while it is open, so each tab's own parameters are tried there.
 NUMBER_PARAMETERS = {
-    "positional": ("pages/positional.py", {}, ("pos_d", "pos_base", "pos_n", "pos_dims", "pos_tab")),
+    "positional": ("lesson_pages/positional.py", {}, ("pos_d", "pos_base", "pos_n", "pos_dims", "pos_tab")),
     "positional/similarity": (
-        "pages/positional.py",
+        "lesson_pages/positional.py",
         {"pos_tab": "Similarity between positions"},
         ("pos_d", "pos_n", "pos_p", "pos_measure"),
     ),
     "attention": (
-        "pages/attention.py",
+        "lesson_pages/attention.py",
         {},
         ("att_layer", "att_head", "att_step", "att_query", "att_key", "att_all", "att_source"),
     ),
     "multihead": (
-        "pages/multihead.py",
+        "lesson_pages/multihead.py",
         {},
         ("mh_layer", "mh_head", "mh_heads", "mh_threshold", "mh_token", "mh_ablate", "mh_tab"),
     ),
-    "causal": ("pages/causal.py", {}, ("cm_tab",)),
+    "causal": ("lesson_pages/causal.py", {}, ("cm_tab",)),
     "causal/one head": (
-        "pages/causal.py",
+        "lesson_pages/causal.py",
         {"cm_tab": "One head on your text"},
         ("cm_layer", "cm_head", "cm_window_start", "cm_full", "cm_top_k"),
     ),
     "causal/three masks": (
-        "pages/causal.py",
+        "lesson_pages/causal.py",
         {"cm_tab": "No mask, padding, causal"},
         ("cm_layer", "cm_head", "cm_pad", "cm_window_start", "cm_pad_causal"),
     ),
-    "causal/trained decoder": ("pages/causal.py", {"cm_tab": "A trained decoder"}, ("cm_step", "cm_cheater")),
-    "decoder": ("pages/decoder.py", {}, ("dec_tab",)),
-    "training": ("pages/training.py", {}, ("tr_model", "tr_steps", "tr_lr", "tr_seed")),
+    "causal/trained decoder": ("lesson_pages/causal.py", {"cm_tab": "A trained decoder"}, ("cm_step", "cm_cheater")),
+    "decoder": ("lesson_pages/decoder.py", {}, ("dec_tab",)),
+    "training": ("lesson_pages/training.py", {}, ("tr_model", "tr_steps", "tr_lr", "tr_seed")),
     "encoder": (
-        "pages/encoder.py",
+        "lesson_pages/encoder.py",
         {},
         ("enc_layer", "enc_head", "enc_labels", "enc_neurons", "enc_window", "enc_tab"),
     ),
-    "tokenization": ("pages/tokenization.py", {}, ("tok_special", "tok_line", "tok_tab")),
+    "tokenization": ("lesson_pages/tokenization.py", {}, ("tok_special", "tok_line", "tok_tab")),
     "tokenization/lookup": (
-        "pages/tokenization.py",
+        "lesson_pages/tokenization.py",
         {"tok_tab": "Tokens → vectors"},
         ("tok_dims", "tok_first", "tok_view", "tok_special"),
     ),
-    "tokenization/three tokenizers": ("pages/tokenization.py", {"tok_tab": "Three tokenizers"}, ("tok_vocab",)),
-    "language_model": ("pages/language_model.py", {}, ("lm_tab", "lm_top_k")),
+    "tokenization/three tokenizers": ("lesson_pages/tokenization.py", {"tok_tab": "Three tokenizers"}, ("tok_vocab",)),
+    "language_model": ("lesson_pages/language_model.py", {}, ("lm_tab", "lm_top_k")),
     "language_model/writing": (
-        "pages/language_model.py",
+        "lesson_pages/language_model.py",
         {"lm_tab": "Writing", "lm_mode": "sampled"},
         ("lm_mode", "lm_new_tokens", "lm_temperature", "lm_sample_top_k", "lm_top_p", "lm_seed", "lm_past_end"),
     ),
     "language_model/attention": (
-        "pages/language_model.py",
+        "lesson_pages/language_model.py",
         {"lm_tab": "Attention"},
         ("lm_layer", "lm_head", "lm_window_start"),
     ),
-    "language_model/chat": ("pages/language_model.py", {"lm_tab": "Chat template"}, ("lm_reply",)),
+    "language_model/chat": ("lesson_pages/language_model.py", {"lm_tab": "Chat template"}, ("lm_reply",)),
 }
 
 

@@ -1,10 +1,10 @@
 """The layers of this codebase only point one way, and this file keeps them so.
 
-    anatomy    the transformer itself: torch (and the libraries that read checkpoint files), nothing of the app
-    lessons    what each lesson computes (torch only), draws (figures: plotly only) and lays out (ui: streamlit)
-    pages      one thin file per lesson; with app.py the only other place streamlit is imported
-    harness    serves and drives the app for tests and benchmarks; the app never imports it, tests never
-               import benchmarks
+    anatomy       the transformer itself: torch (and the libraries that read checkpoint files), nothing of the app
+    lessons       what each lesson computes (torch only), draws (figures: plotly only) and lays out (ui: streamlit)
+    lesson_pages  one thin file per lesson; with app.py the only other place streamlit is imported
+    harness       serves and drives the app for tests and benchmarks; the app never imports it, tests never
+                  import benchmarks
 
 A module's role is read from its path: `figures.py`, `*_figures.py`, `lessons/common/plots.py` and
 `lessons/common/figure_text.py` build or read figures; a lesson's `exercises.py` asks questions of its computation
@@ -53,24 +53,24 @@ def role(path: Path) -> str:
         if stem == "ui" or stem.endswith("_ui") or parts[:3] == ("lessons", "common", "ui"):
             return "ui"
         return "computation"
-    return parts[0]  # pages, harness, tests, benchmarks, scripts
+    return parts[0]  # lesson_pages, harness, tests, benchmarks, scripts
 
 
-APP_CODE = python_files("anatomy", "lessons", "pages") + [ROOT / "app.py"]
+APP_CODE = python_files("anatomy", "lessons", "lesson_pages") + [ROOT / "app.py"]
 FORBIDDEN = {
-    "core": {"streamlit", "plotly", "pandas", "lessons", "pages", "harness", "tests", "benchmarks"},
-    "computation": {"streamlit", "plotly", "pages", "harness", "tests", "benchmarks"},
-    "figures": {"streamlit", "pages", "harness", "tests", "benchmarks"},
-    "exercises": {"streamlit", "pages", "harness", "tests", "benchmarks"},
-    "ui": {"pages", "harness", "tests", "benchmarks"},
-    "pages": {"plotly", "harness", "tests", "benchmarks"},
+    "core": {"streamlit", "plotly", "pandas", "lessons", "lesson_pages", "harness", "tests", "benchmarks"},
+    "computation": {"streamlit", "plotly", "lesson_pages", "harness", "tests", "benchmarks"},
+    "figures": {"streamlit", "lesson_pages", "harness", "tests", "benchmarks"},
+    "exercises": {"streamlit", "lesson_pages", "harness", "tests", "benchmarks"},
+    "ui": {"lesson_pages", "harness", "tests", "benchmarks"},
+    "lesson_pages": {"plotly", "harness", "tests", "benchmarks"},
     "app.py": {"plotly", "harness", "tests", "benchmarks"},
 }
 
 
 def test_every_app_module_has_a_role_and_the_roles_are_all_in_use():
     roles = {role(path) for path in APP_CODE}
-    assert roles == {"core", "computation", "figures", "exercises", "ui", "pages", "app.py"}
+    assert roles == {"core", "computation", "figures", "exercises", "ui", "lesson_pages", "app.py"}
 
 
 @pytest.mark.parametrize("path", APP_CODE, ids=lambda path: str(path.relative_to(ROOT)))
@@ -94,7 +94,7 @@ def test_tests_never_import_benchmarks_and_benchmarks_share_the_harness():
 
 def test_no_file_edits_the_import_path():
     """The project is installed (`pip install -e .`, done by `make setup`), so nothing needs sys.path."""
-    for path in python_files("anatomy", "lessons", "pages", "harness", "tests", "benchmarks", "scripts"):
+    for path in python_files("anatomy", "lessons", "lesson_pages", "harness", "tests", "benchmarks", "scripts"):
         if path != Path(__file__):
             assert "sys.path" not in path.read_text(encoding="utf-8"), path.relative_to(ROOT)
 

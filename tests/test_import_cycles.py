@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-APP_FOLDERS = ("anatomy", "lessons", "pages")
+APP_FOLDERS = ("anatomy", "lessons", "lesson_pages")
 
 
 def module_name(path: Path, root: Path) -> str:

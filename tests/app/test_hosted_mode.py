@@ -98,7 +98,7 @@ def test_a_hosted_language_model_page_says_why_smollm2_is_off_and_loads_nothing(
         raise AssertionError("SmolLM2 must not be loaded on this server")
 
     monkeypatch.setattr(loaders, "_load_chat_model", refuse)
-    app = open_page("pages/language_model.py")
+    app = open_page("lesson_pages/language_model.py")
     assert_clean(app)
     (notice,) = [info.value for info in app.info]
     assert "leaves SmolLM2 off" in notice and "ANATOMY_LANGUAGE_MODEL=1" in notice
@@ -117,7 +117,9 @@ def test_smollm2_is_offered_beside_the_allowlist_exactly_when_the_server_serves_
 
 def test_a_hosted_sidebar_offers_smollm2_when_served_and_the_causal_lesson_runs_it(hosted):
     hosted.setenv(hosting.LANGUAGE_MODEL_VARIABLE, "1")
-    app = open_page("pages/causal.py", query={"model": hosting.LANGUAGE_MODEL, "cm_tab": "One head on your text"})
+    app = open_page(
+        "lesson_pages/causal.py", query={"model": hosting.LANGUAGE_MODEL, "cm_tab": "One head on your text"}
+    )
     assert_clean(app)
     choice = app.sidebar.selectbox(key="model")
     assert choice.options == [DEFAULT_MODEL_NAME, hosting.LANGUAGE_MODEL] and choice.value == hosting.LANGUAGE_MODEL
@@ -129,7 +131,7 @@ def test_a_link_to_smollm2_on_a_server_that_leaves_it_off_loads_nothing(hosted, 
         raise AssertionError("SmolLM2 must not be loaded on this server")
 
     monkeypatch.setattr(loaders, "_load_chat_model", refuse)
-    app = open_page("pages/causal.py", query={"model": hosting.LANGUAGE_MODEL})
+    app = open_page("lesson_pages/causal.py", query={"model": hosting.LANGUAGE_MODEL})
     assert_clean(app)
     assert "model" not in app.query_params and app.session_state["model"] == ""
     with pytest.raises(loaders.ModelLoadError, match="leaves SmolLM2 off"):
@@ -207,7 +209,7 @@ def test_an_allowlisted_folder_is_shown_by_its_name_never_by_the_servers_full_pa
 
 
 def test_hosted_sidebar_offers_a_choice_among_allowed_models_and_no_free_text_field(hosted):
-    app = open_page("pages/home.py")
+    app = open_page("lesson_pages/home.py")
     assert_clean(app)
     assert not app.sidebar.text_input, "a visitor must not be able to type a model reference"
     choice = app.sidebar.selectbox(key="model")
@@ -220,7 +222,7 @@ def test_a_link_to_a_model_off_the_allowlist_never_reaches_the_loader(hosted, mo
     real_load = loaders.load_pretrained
     monkeypatch.setattr(loaders, "load_pretrained", lambda name, **kw: requested.append(name) or real_load(name, **kw))
     with OutboundConnections() as outbound:
-        app = open_page("pages/home.py", query={"model": reference})
+        app = open_page("lesson_pages/home.py", query={"model": reference})
     assert_clean(app)
     assert reference not in requested and not outbound.attempts
     assert "model" not in app.query_params, "the link's model is dropped from the address"
@@ -230,7 +232,7 @@ def test_a_link_to_a_model_off_the_allowlist_never_reaches_the_loader(hosted, mo
 
 def test_an_allowlisted_folder_is_offered_by_its_name_and_loads(hosted, tiny_bert_folder):
     hosted.setenv(hosting.ALLOWLIST_VARIABLE, tiny_bert_folder)
-    app = open_page("pages/home.py", query={"model": tiny_bert_folder})
+    app = open_page("lesson_pages/home.py", query={"model": tiny_bert_folder})
     assert_clean(app)
     choice = app.sidebar.selectbox(key="model")
     assert choice.options == [DEFAULT_MODEL_NAME, "tiny-bert"] and not choice.disabled
@@ -240,7 +242,7 @@ def test_an_allowlisted_folder_is_offered_by_its_name_and_loads(hosted, tiny_ber
     assert not any(tiny_bert_folder in item.value for item in app.sidebar.caption), "no server path on screen"
 
 
-@pytest.mark.parametrize("page", ["pages/tokenization.py", "pages/attention.py"])
+@pytest.mark.parametrize("page", ["lesson_pages/tokenization.py", "lesson_pages/attention.py"])
 def test_text_over_the_cap_is_refused_before_the_page_runs_and_stays_in_its_box(hosted, page):
     hosted.setenv(hosting.MAX_CHARACTERS_VARIABLE, "40")
     text = "forty-one characters, one more than 40 ok"
@@ -257,27 +259,29 @@ def test_text_over_the_cap_is_refused_before_the_page_runs_and_stays_in_its_box(
 
 def test_text_at_the_cap_runs_the_lesson(hosted):
     hosted.setenv(hosting.MAX_CHARACTERS_VARIABLE, "40")
-    app = open_page("pages/tokenization.py", text="x" * 40)
+    app = open_page("lesson_pages/tokenization.py", text="x" * 40)
     assert_clean(app)
     assert app.title and not app.error
 
 
 def test_a_second_sentence_over_the_cap_is_refused_by_the_loader_with_a_message(hosted):
     hosted.setenv(hosting.MAX_CHARACTERS_VARIABLE, "40")
-    app = open_page("pages/tokenization.py", text="short", query={"tok_pair": "y" * 41, "tok_tab": "Tokens → vectors"})
+    app = open_page(
+        "lesson_pages/tokenization.py", text="short", query={"tok_pair": "y" * 41, "tok_tab": "Tokens → vectors"}
+    )
     assert_clean(app)
     assert any("The second sentence is 41 characters" in item.value for item in app.error)
 
 
 def test_hosted_token_cap_limits_what_the_model_reads(hosted):
     hosted.setenv(hosting.MAX_TOKENS_VARIABLE, "8")
-    app = open_page("pages/multihead.py", text="one two three four five six seven eight nine ten")
+    app = open_page("lesson_pages/multihead.py", text="one two three four five six seven eight nine ten")
     assert_clean(app)
     assert any("makes 12 tokens" in item.value and "at most 8" in item.value for item in app.warning)
 
 
 def test_outside_hosted_mode_the_model_field_stays_free_text_and_long_text_is_not_refused(environment):
-    app = open_page("pages/multihead.py", text="word " * 2_000)  # 10,000 characters
+    app = open_page("lesson_pages/multihead.py", text="word " * 2_000)  # 10,000 characters
     assert_clean(app)
     assert app.title and app.sidebar.text_input(key="model")
     assert any("the model reads at most 512" in item.value for item in app.warning)
@@ -285,7 +289,7 @@ def test_outside_hosted_mode_the_model_field_stays_free_text_and_long_text_is_no
 
 def test_a_misconfigured_server_says_so_to_every_visitor_instead_of_crashing(environment):
     environment.setenv(hosting.HOSTED_VARIABLE, "maybe")
-    app = open_page("pages/home.py")
+    app = open_page("lesson_pages/home.py")
     assert_clean(app)
     assert any("misconfigured" in item.value and "ANATOMY\\_HOSTED" in item.value for item in app.error)
 
@@ -295,10 +299,10 @@ def test_a_misconfigured_server_says_so_to_every_visitor_instead_of_crashing(env
 
 
 def test_the_weight_fingerprint_is_shown_only_when_the_server_allows_it(environment):
-    app = open_page("pages/home.py", query={"fingerprint": "1"})
+    app = open_page("lesson_pages/home.py", query={"fingerprint": "1"})
     assert not any("sha256" in item.value for item in app.sidebar.caption)
     environment.setenv(hosting.FINGERPRINT_VARIABLE, "1")
-    app = open_page("pages/home.py", query={"fingerprint": "1"})
+    app = open_page("lesson_pages/home.py", query={"fingerprint": "1"})
     (shown,) = [item.value for item in app.sidebar.caption if "sha256" in item.value]
     assert shown.endswith(loaders.shared_model_fingerprint())
 
@@ -307,11 +311,11 @@ def test_the_weight_fingerprint_is_shown_only_when_the_server_allows_it(environm
 def test_ablations_and_every_lesson_leave_the_shared_models_weights_bit_for_bit_unchanged(embedded):
     before = loaders.shared_model_fingerprint()
     for page, query in [
-        ("pages/multihead.py", {"mh_tab": "Switch a head off", "mh_ablate": "0,1,2"}),
-        ("pages/multihead.py", {"mh_tab": "Split and recombine"}),
-        ("pages/encoder.py", {"enc_tab": "Pre-LN vs post-LN"}),
-        ("pages/encoder.py", {"enc_tab": "Classification head"}),
-        ("pages/causal.py", {"cm_tab": "No mask, padding, causal", "cm_pad": "3"}),
+        ("lesson_pages/multihead.py", {"mh_tab": "Switch a head off", "mh_ablate": "0,1,2"}),
+        ("lesson_pages/multihead.py", {"mh_tab": "Split and recombine"}),
+        ("lesson_pages/encoder.py", {"enc_tab": "Pre-LN vs post-LN"}),
+        ("lesson_pages/encoder.py", {"enc_tab": "Classification head"}),
+        ("lesson_pages/causal.py", {"cm_tab": "No mask, padding, causal", "cm_pad": "3"}),
     ]:
         assert_clean(open_page(page, text="the heads are switched off here", query=query))
     assert loaders.shared_model_fingerprint() == before

@@ -28,9 +28,9 @@ from harness.hostile import (
 from lessons.common import hosting
 
 SIDEBAR_VIEWS = {
-    "tokenization": ("pages/tokenization.py", {}),
-    "attention": ("pages/attention.py", {"att_source": "model"}),
-    "encoder": ("pages/encoder.py", {}),
+    "tokenization": ("lesson_pages/tokenization.py", {}),
+    "attention": ("lesson_pages/attention.py", {"att_source": "model"}),
+    "encoder": ("lesson_pages/encoder.py", {}),
 }
 NUMBER_SELECTION = ("word", "empty", "overflow", "nan", "huge", "script", "nul")
 SEED_X = [["2", "0", "1", "1"], ["0", "1", "1", "1"], ["1", "1", "0", "1"]]
@@ -115,7 +115,7 @@ def test_every_hostile_text_in_the_sidebar_is_survived_and_shown_literally(apps,
 
 
 def test_100000_characters_get_a_truncation_notice_and_an_answer_within_seconds():
-    app = open_page("pages/multihead.py", text="warm")
+    app = open_page("lesson_pages/multihead.py", text="warm")
     app.session_state["text"] = TEXTS["long_100k_words"]
     outbound, seconds = run_guarded(app)
     assert_clean(app)
@@ -125,7 +125,7 @@ def test_100000_characters_get_a_truncation_notice_and_an_answer_within_seconds(
 
 def test_in_hosted_mode_100000_characters_are_refused_at_once_and_kept_in_the_box(monkeypatch):
     monkeypatch.setenv(hosting.HOSTED_VARIABLE, "1")
-    app = open_page("pages/tokenization.py", text="warm")
+    app = open_page("lesson_pages/tokenization.py", text="warm")
     app.session_state["text"] = TEXTS["long_100k_words"]
     _, seconds = run_guarded(app)
     assert_clean(app)
@@ -152,7 +152,7 @@ def test_hostile_text_in_a_lessons_own_field_is_survived(apps, field, name):
 
 @pytest.mark.parametrize("name", REPRESENTATIVE)
 def test_hostile_text_in_a_toy_matrix_cell_is_refused_with_a_message_naming_the_cell(apps, name):
-    app = apps("toy", "pages/attention.py", {"att_source": "toy"})
+    app = apps("toy", "lesson_pages/attention.py", {"att_source": "toy"})
     cells = [row[:] for row in SEED_X]
     cells[1][2] = TEXTS[name]  # row 1, column 2, counting from 0 as the page does
     app.session_state["att_toy_cells"] = {"X": cells}
@@ -182,7 +182,7 @@ def test_text_where_a_link_expects_numbers_falls_back_to_the_defaults(view, name
 
 
 def test_the_positional_lesson_says_which_link_value_it_could_not_use():
-    app = open_page("pages/positional.py", query={"pos_d": "abc", "pos_base": "NaN"})
+    app = open_page("lesson_pages/positional.py", query={"pos_d": "abc", "pos_base": "NaN"})
     assert_clean(app)
     warnings = " ".join(item.value for item in app.warning)
     assert "width d must be a whole number" in warnings and "base must be a number greater than 1" in warnings

@@ -117,7 +117,7 @@ def test_a_link_made_before_the_move_opens_the_same_view(link, widgets, tabs):
     query = dict(parse_qsl(path.query))
     lesson_keys = {key for key in query if key not in ("text", "model")}
     assert lesson_keys <= lesson_link_keys(lesson), f"keys no longer defined in lessons/{lesson}/links.py"
-    app = open_page(f"pages/{lesson}.py", query=query)
+    app = open_page(f"lesson_pages/{lesson}.py", query=query)
     assert_clean(app)
     assert not [warning.value for warning in app.warning if "link" in warning.value.lower()], "a value was refused"
     for key, expected in {**widgets, **tabs}.items():

@@ -87,7 +87,7 @@ def test_the_server_shows_the_hash_of_the_model_the_link_names(monkeypatch):
         ("1", loaders.shared_model_fingerprint()),
         *((name, loaders.shared_model_fingerprint(name)) for name in TRAINED_MODELS),
     ]:
-        app = open_page("pages/home.py", query={"fingerprint": asked})
+        app = open_page("lesson_pages/home.py", query={"fingerprint": asked})
         (shown,) = [item.value for item in app.sidebar.caption if "sha256" in item.value]
         assert shown == f"weights sha256 {expected}", asked
     assert len({loaders.shared_model_fingerprint(name) for name in ("", *TRAINED_MODELS)}) == 4
@@ -103,7 +103,7 @@ def test_the_server_shows_the_hash_of_smollm2_when_the_link_names_it(monkeypatch
 
     monkeypatch.setenv(hosting.FINGERPRINT_VARIABLE, "1")
     monkeypatch.setenv(hosting.LANGUAGE_MODEL_VARIABLE, "1")
-    app = open_page("pages/home.py", query={"fingerprint": hosting.LANGUAGE_MODEL})
+    app = open_page("lesson_pages/home.py", query={"fingerprint": hosting.LANGUAGE_MODEL})
     (shown,) = [item.value for item in app.sidebar.caption if "sha256" in item.value]
     expected = loaders.weights_fingerprint(loaders.get_chat_model().loaded.model)
     assert shown == f"weights sha256 {expected}"

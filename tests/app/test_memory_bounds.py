@@ -220,7 +220,7 @@ def test_modules_a_page_imports_late_and_in_bulk_are_exempted_at_the_next_run():
 import gc, logging, sys, types
 logging.disable(logging.WARNING)
 from harness.apptest import open_page
-app = open_page("pages/multihead.py")  # loads the model, which exempts everything alive then
+app = open_page("lesson_pages/multihead.py")  # loads the model, which exempts everything alive then
 for index in range(40):
     module = types.ModuleType(f"imported_late_{index}")
     module.functions = [lambda: index for _ in range(1_000)]

@@ -21,7 +21,7 @@ ATTENTION_VIEW = {attention_links.SOURCE: "model", attention_links.LAYER: "2", a
 LECTURERS_TEXT = "The animal didn't cross the street because it was too tired"
 
 
-def open_builder(page: str = "pages/attention.py", query: dict[str, str] | None = None) -> AppTest:
+def open_builder(page: str = "lesson_pages/attention.py", query: dict[str, str] | None = None) -> AppTest:
     """The page, with the sidebar's "Build a tour" section open, as a click on its header opens it."""
     app = open_page(page, text=LECTURERS_TEXT, query=query)
     return open_expander(app, tour_builder.SECTION_KEY)
@@ -55,12 +55,12 @@ def numbers(app: AppTest) -> list[int]:
 
 def three_stops() -> AppTest:
     app = add_this_view(open_builder(query=ATTENTION_VIEW))
-    add_this_view(go_to(app, "pages/multihead.py", {"mh_layer": "4"}))
-    return add_this_view(go_to(app, "pages/home.py"))
+    add_this_view(go_to(app, "lesson_pages/multihead.py", {"mh_layer": "4"}))
+    return add_this_view(go_to(app, "lesson_pages/home.py"))
 
 
 def test_the_closed_section_sends_nothing_and_the_open_one_offers_to_add_the_view():
-    app = open_page("pages/home.py")
+    app = open_page("lesson_pages/home.py")
     assert "tour_build_add" not in {button.key for button in app.sidebar.button}
     app = open_expander(app, tour_builder.SECTION_KEY)
     assert_clean(app)
@@ -79,7 +79,7 @@ def test_adding_a_view_records_its_page_and_its_link_less_the_sidebars_text_and_
 
 
 def test_a_view_added_while_a_tour_plays_leaves_the_tours_own_keys_out():
-    app = open_builder("pages/tokenization.py", query={"tour": "default", "stop": "2"})
+    app = open_builder("lesson_pages/tokenization.py", query={"tour": "default", "stop": "2"})
     assert app.query_params["tour"] == "default"
     (stop,) = built(add_this_view(app))
     assert stop.page == "tokenization" and not {"tour", "stop", "text"} & {key for key, _ in stop.query}
@@ -95,7 +95,7 @@ def test_a_stop_that_fixes_its_sentence_keeps_the_sidebars_text_and_one_that_fol
 
 
 def test_the_exercise_open_on_screen_is_recorded_and_another_one_or_none_can_be_picked():
-    app = open_builder("pages/multihead.py", query={"exercise": "previous"})
+    app = open_builder("lesson_pages/multihead.py", query={"exercise": "previous"})
     add_this_view(app)
     (stop,) = built(app)
     assert dict(stop.query)["exercise"] == "previous"
@@ -135,11 +135,11 @@ def test_nothing_typed_in_the_builder_is_lost_from_lesson_to_lesson_or_while_the
     app = add_this_view(open_builder())
     app.sidebar.text_input(key="tour_build_title").input("Monday's lecture").run()
     app.sidebar.text_area(key="tour_build_0_notes").input("Ask before step 4.").run()
-    go_to(app, "pages/causal.py")
+    go_to(app, "lesson_pages/causal.py")
     assert app.sidebar.text_area(key="tour_build_0_notes").value == "Ask before step 4."
     app.session_state[tour_builder.SECTION_KEY] = False  # closed, as a click on its header closes it
     app.run()
-    app.switch_page("pages/encoder.py").run()
+    app.switch_page("lesson_pages/encoder.py").run()
     assert "tour_build_0_notes" not in {field.key for field in app.sidebar.text_area}
     assert "tour_build_0_notes" not in app.session_state, "Streamlit forgot the field's state"
     app = open_expander(app, tour_builder.SECTION_KEY)
@@ -204,7 +204,7 @@ HOSTILE_TEXT = "I 😍 transformers 🤖 الانتباه هو كل ما تحت�
 def test_the_download_reads_back_as_the_built_tour_whatever_was_typed_in_it(monkeypatch):
     downloads = Downloads(monkeypatch)
     app = add_this_view(open_builder(query=ATTENTION_VIEW))
-    add_this_view(go_to(app, "pages/home.py"))
+    add_this_view(go_to(app, "lesson_pages/home.py"))
     app.sidebar.text_input(key="tour_build_title").input(HOSTILE_TITLE).run()
     app.sidebar.text_input(key="tour_build_0_title").input(HOSTILE_TITLE).run()
     app.sidebar.text_area(key="tour_build_0_notes").input(HOSTILE_NOTES).run()
@@ -284,11 +284,11 @@ def test_a_view_added_in_a_class_keeps_its_code_out_and_the_class_page_cannot_be
     classroom_ui.store.clear()
     classroom_ui._class_info.clear()
     started = classroom_ui.ready_store().start_class("Lecture", 90)
-    app = open_builder("pages/tokenization.py", query={"class": started.code})
+    app = open_builder("lesson_pages/tokenization.py", query={"class": started.code})
     assert started.code in str(app.query_params["class"]), "the address holds the class code"
     (stop,) = built(add_this_view(app))
     assert "class" not in {key for key, _ in stop.query} and started.code not in str(stop.query)
-    lecturer = open_builder("pages/class.py", query={"class": started.code, "key": started.lecturer_key})
+    lecturer = open_builder("lesson_pages/class.py", query={"class": started.code, "key": started.lecturer_key})
     assert lecturer.sidebar.button(key="tour_build_add").disabled  # the lecturer's page is no lesson view
     assert any("not a lesson" in caption.value for caption in lecturer.sidebar.caption)
     classroom_ui.store.clear()

@@ -170,7 +170,7 @@ def test_the_sidebar_text_a_learner_typed_stays_through_next_and_previous():
 
 
 def test_the_bar_moves_to_the_next_stop_with_its_parameters_and_back():
-    app = open_page("pages/tokenization.py", query={"tour": "default", "stop": "2"})
+    app = open_page("lesson_pages/tokenization.py", query={"tour": "default", "stop": "2"})
     assert app.button(key="tour_previous").proto.disabled is False
     app.button(key="tour_next").click().run()
     assert_clean(app)
@@ -182,10 +182,10 @@ def test_the_bar_moves_to_the_next_stop_with_its_parameters_and_back():
 
 
 def test_the_first_stop_has_no_previous_and_the_last_no_next():
-    first = open_page("pages/home.py", query={"tour": "default", "stop": "1"})
+    first = open_page("lesson_pages/home.py", query={"tour": "default", "stop": "1"})
     assert first.button(key="tour_previous").proto.disabled and not first.button(key="tour_next").proto.disabled
     last_number = len(tours.shipped_tours(PAGES)["default"].stops)
-    last = open_page("pages/language_model.py", query={"tour": "default", "stop": str(last_number)})
+    last = open_page("lesson_pages/language_model.py", query={"tour": "default", "stop": str(last_number)})
     assert last.button(key="tour_next").proto.disabled
 
 
@@ -214,7 +214,7 @@ def test_a_link_to_a_tour_or_stop_that_does_not_exist_says_so_and_shows_no_bar()
 def test_a_link_to_a_stop_the_tour_lacks_says_so_on_the_page_it_names(number):
     app = AppTest.from_file(APP, default_timeout=TIMEOUT_SECONDS)
     app.query_params["tour"], app.query_params["stop"] = "default", number
-    app.switch_page("pages/attention.py")  # the link's page: …/attention?tour=default&stop=99
+    app.switch_page("lesson_pages/attention.py")  # the link's page: …/attention?tour=default&stop=99
     app.run()
     assert_clean(app)
     assert any(f"“stop” value “{number}”" in item.value and "1 to 12" in item.value for item in app.warning)
@@ -232,7 +232,7 @@ def sidebar_widget_keys(app: AppTest) -> set[str]:
 
 
 def test_the_closed_tour_section_sends_none_of_its_widgets_and_opening_it_shows_them():
-    app = open_page("pages/home.py")
+    app = open_page("lesson_pages/home.py")
     assert_clean(app)
     assert not {"tour_choice", "tour_start", "tour_path"} & sidebar_widget_keys(app)
     assert not app.get("file_uploader"), "a closed section would still make the browser load the uploader"
@@ -244,7 +244,7 @@ def test_the_closed_tour_section_sends_none_of_its_widgets_and_opening_it_shows_
 
 def test_the_tour_chosen_and_the_path_typed_are_kept_while_the_section_is_closed(tmp_path):
     missing = str(tmp_path / "not-there.toml")
-    app = open_tour_section(open_page("pages/home.py"))
+    app = open_tour_section(open_page("lesson_pages/home.py"))
     app.sidebar.selectbox(key="tour_choice").select_index(1).run()
     app.sidebar.text_input(key="tour_path").input(missing).run()
     app.session_state[tour_ui.PICKER_KEY] = False  # closed, as a click on its header does
@@ -264,7 +264,7 @@ def test_a_hostile_tour_file_given_by_path_is_shown_literally(tmp_path):
         'notes = "[click](http://127.0.0.1:9/) <script>alert(1)</script> $x^2$"\n',
         encoding="utf-8",
     )
-    app = open_tour_section(open_page("pages/home.py"))
+    app = open_tour_section(open_page("lesson_pages/home.py"))
     app.sidebar.text_input(key="tour_path").input(str(path)).run()
     assert_clean(app)
     assert any("2 stops" in item.value or "1 stop" in item.value for item in app.sidebar.caption)
@@ -286,7 +286,7 @@ def test_a_tour_path_that_cannot_be_used_gets_a_clear_message(tmp_path, content,
     path = tmp_path / "tour.toml"
     if content is not None:
         path.write_text(content, encoding="utf-8")
-    app = open_tour_section(open_page("pages/home.py"))
+    app = open_tour_section(open_page("lesson_pages/home.py"))
     app.sidebar.text_input(key="tour_path").input(str(path)).run()
     assert_clean(app)
     assert any(message in item.value for item in app.sidebar.error)
@@ -296,7 +296,7 @@ def test_the_operator_offers_a_folder_of_tours_and_names_the_files_it_cannot_use
     (tmp_path / "week-1.toml").write_text('title = "Week one"\n[[stop]]\nlink = "causal"\n', encoding="utf-8")
     (tmp_path / "broken.toml").write_text('title = "Broken"\n', encoding="utf-8")
     monkeypatch.setenv(tour_ui.OPERATOR_VARIABLE, str(tmp_path))
-    app = open_tour_section(open_page("pages/home.py", query={"tour": "week-1"}))
+    app = open_tour_section(open_page("lesson_pages/home.py", query={"tour": "week-1"}))
     assert_clean(app)
     assert "Week one" in app.get("progress")[0].proto.text
     problem = escape_markdown("broken.toml: The file has no stops")

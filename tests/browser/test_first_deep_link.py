@@ -1,9 +1,9 @@
 """The very first visit to a freshly started server may be a deep link, and it must still get the whole app.
 
-Streamlit runs `pages/*.py` on their own until some session has called `st.navigation` (its legacy pages-folder
-mode); `lessons/common/ui/frame.py` sends such a run through app.py with public API only. This test starts a
-server of its own, so that nothing has visited it yet, and makes a lesson's deep link its first request.
-"""
+A folder named `pages/` beside app.py would put a fresh server in Streamlit's older multipage mode, which runs
+the page file alone (no navigation, no sidebar) until some session has called `st.navigation`; the lessons live
+in `lesson_pages/` so that every run starts at app.py. This test starts a server of its own, so that nothing has
+visited it yet, and makes a lesson's deep link its first request."""
 
 from __future__ import annotations
 

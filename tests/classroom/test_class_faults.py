@@ -14,8 +14,8 @@ from lessons.common import classroom
 from lessons.common.ui import classroom as class_ui
 
 pytestmark = pytest.mark.slow
-LESSON = "pages/tokenization.py"
-CLASS_PAGE = "pages/class.py"
+LESSON = "lesson_pages/tokenization.py"
+CLASS_PAGE = "lesson_pages/class.py"
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ from lessons.common import classroom
 from lessons.common.class_store import ClassStore
 from lessons.common.ui import classroom as class_ui
 
-LESSON = "pages/tokenization.py"
-CLASS_PAGE = "pages/class.py"
+LESSON = "lesson_pages/tokenization.py"
+CLASS_PAGE = "lesson_pages/class.py"
 
 
 @pytest.fixture
@@ -74,7 +74,7 @@ def test_a_student_link_names_the_class_above_the_lesson_and_every_view_keeps_it
     assert_clean(app)
     assert "Class: Lecture 3" in banner(app) and "anonymously" in banner(app)
     assert app.query_params["class"] == [started.code] or app.query_params["class"] == started.code
-    app.switch_page("pages/attention.py").run()
+    app.switch_page("lesson_pages/attention.py").run()
     assert "Class: Lecture 3" in banner(app)
     assert started.code in str(app.query_params["class"])
 

@@ -13,8 +13,8 @@ from lessons.common.class_store import ClassStore
 from lessons.common.ui import classroom as class_ui
 
 pytestmark = pytest.mark.slow
-LESSON = "pages/tokenization.py"
-CLASS_PAGE = "pages/class.py"
+LESSON = "lesson_pages/tokenization.py"
+CLASS_PAGE = "lesson_pages/class.py"
 
 
 @pytest.fixture

@@ -1,14 +1,9 @@
-"""The frame around every lesson: the table of lessons, the navigation built from it, and the guarantee that
-every run goes through the entrypoint (app.py), even the very first deep link on a fresh server.
+"""The frame around every lesson: the table of lessons, the navigation built from it, previous and next.
 
-Why the guarantee is needed: Streamlit still supports an older multipage mode that runs `pages/*.py` on their
-own, and a server uses it until some session calls `st.navigation`; from then on, as Streamlit's documentation
-of `st.navigation` says, "your app will ignore the pages/ directory (across all sessions)". So on a freshly
-started server, the first visit to `/attention?...` runs the page file without app.py: no navigation, no
-sidebar. So app.py marks every run it starts (`mark_entrypoint`), and every page starts with
-`ensure_entrypoint()`, which takes the mark away again. A run without the mark did not start at app.py: the page
-then calls `st.navigation` with the same pages (the documented switch) and reruns, and the rerun starts at app.py,
-which serves the page the link asked for. Only public API is used.
+The lesson files live in `lesson_pages/`, not in a folder named `pages/`: beside the entrypoint, that name starts
+Streamlit's older multipage mode, which runs a page file on its own (no app.py, so no navigation and no sidebar)
+until some session calls `st.navigation`. With the files anywhere else every run starts at app.py, as in
+Streamlit's own `hello` demo, and `st.navigation` serves the page the link asked for in that same run.
 """
 
 from __future__ import annotations
@@ -32,7 +27,7 @@ class LessonEntry:
     @property
     def name(self) -> str:
         """The lesson's one name: its page file, its folder under lessons/, its tests and its URL path."""
-        return self.file.removeprefix("pages/").removesuffix(".py")
+        return self.file.removeprefix("lesson_pages/").removesuffix(".py")
 
     @property
     def numbered_title(self) -> str:
@@ -40,10 +35,12 @@ class LessonEntry:
 
 
 LESSONS: tuple[LessonEntry, ...] = (
-    LessonEntry(0, "pages/home.py", "Welcome", ":material/school:", "Start", "What this app is and where to start."),
+    LessonEntry(
+        0, "lesson_pages/home.py", "Welcome", ":material/school:", "Start", "What this app is and where to start."
+    ),
     LessonEntry(
         1,
-        "pages/tokenization.py",
+        "lesson_pages/tokenization.py",
         "Tokenization",
         ":material/text_fields:",
         "Inputs",
@@ -51,7 +48,7 @@ LESSONS: tuple[LessonEntry, ...] = (
     ),
     LessonEntry(
         2,
-        "pages/positional.py",
+        "lesson_pages/positional.py",
         "Positional encodings",
         ":material/waves:",
         "Inputs",
@@ -59,7 +56,7 @@ LESSONS: tuple[LessonEntry, ...] = (
     ),
     LessonEntry(
         3,
-        "pages/attention.py",
+        "lesson_pages/attention.py",
         "Scaled dot-product attention",
         ":material/calculate:",
         "Attention",
@@ -67,7 +64,7 @@ LESSONS: tuple[LessonEntry, ...] = (
     ),
     LessonEntry(
         4,
-        "pages/multihead.py",
+        "lesson_pages/multihead.py",
         "Multi-head comparison",
         ":material/view_module:",
         "Attention",
@@ -75,7 +72,7 @@ LESSONS: tuple[LessonEntry, ...] = (
     ),
     LessonEntry(
         5,
-        "pages/causal.py",
+        "lesson_pages/causal.py",
         "Causal masking",
         ":material/block:",
         "Attention",
@@ -83,7 +80,7 @@ LESSONS: tuple[LessonEntry, ...] = (
     ),
     LessonEntry(
         6,
-        "pages/encoder.py",
+        "lesson_pages/encoder.py",
         "Encoder stack",
         ":material/stacks:",
         "The model",
@@ -91,7 +88,7 @@ LESSONS: tuple[LessonEntry, ...] = (
     ),
     LessonEntry(
         7,
-        "pages/decoder.py",
+        "lesson_pages/decoder.py",
         "Decoder & cross-attention",
         ":material/swap_horiz:",
         "The model",
@@ -99,7 +96,7 @@ LESSONS: tuple[LessonEntry, ...] = (
     ),
     LessonEntry(
         8,
-        "pages/training.py",
+        "lesson_pages/training.py",
         "Train it yourself",
         ":material/model_training:",
         "The model",
@@ -107,7 +104,7 @@ LESSONS: tuple[LessonEntry, ...] = (
     ),
     LessonEntry(
         9,
-        "pages/language_model.py",
+        "lesson_pages/language_model.py",
         "A real language model",
         ":material/chat:",
         "The model",
@@ -118,7 +115,12 @@ LESSONS: tuple[LessonEntry, ...] = (
 
 # Not a lesson: the lecturer's page, where a class is started and its answers watched (lessons/common/ui/classroom.py).
 CLASS_PAGE = LessonEntry(
-    0, "pages/class.py", "Run a class", ":material/groups:", "Teach", "Ask the room, see how it answered, reveal."
+    0,
+    "lesson_pages/class.py",
+    "Run a class",
+    ":material/groups:",
+    "Teach",
+    "Ask the room, see how it answered, reveal.",
 )
 
 
@@ -126,21 +128,15 @@ def lesson_named(name: str) -> LessonEntry:
     return next(lesson for lesson in LESSONS if lesson.name == name)
 
 
-def navigation_pages(with_icons: bool = True) -> dict[str, list]:
+def navigation_pages() -> dict[str, list]:
     """The pages of the app under their section headings, for `st.navigation`."""
     sections: dict[str, list] = {}
     for lesson in LESSONS:
-        icon = lesson.icon if with_icons else None
         sections.setdefault(lesson.section, []).append(
-            st.Page(lesson.file, title=lesson.numbered_title, icon=icon, default=lesson.number == 0)
+            st.Page(lesson.file, title=lesson.numbered_title, icon=lesson.icon, default=lesson.number == 0)
         )
-    sections[CLASS_PAGE.section] = [
-        st.Page(CLASS_PAGE.file, title=CLASS_PAGE.title, icon=CLASS_PAGE.icon if with_icons else None)
-    ]
+    sections[CLASS_PAGE.section] = [st.Page(CLASS_PAGE.file, title=CLASS_PAGE.title, icon=CLASS_PAGE.icon)]
     return sections
-
-
-_ENTRYPOINT_RAN = "_entrypoint_ran"  # session state: app.py started this run
 
 
 def start_navigation():
@@ -152,21 +148,6 @@ def add_browser_scripts(*scripts: str) -> None:
     """Once per run (app.py): the app's own scripts for the browser, in one element. Each takes a line of the
     page's layout (an element and the gap after it), however little it shows, so they share one."""
     st.html("".join(scripts), unsafe_allow_javascript=True, width="content")
-
-
-def mark_entrypoint() -> None:
-    """Called by app.py just before it runs the page: this run started at the entrypoint."""
-    st.session_state[_ENTRYPOINT_RAN] = True
-
-
-def ensure_entrypoint() -> None:
-    """Send this run through app.py if Streamlit ran a page file on its own (see the module's docstring).
-    Called once per run, first thing, by every page (through `sidebar.current`)."""
-    if not st.session_state.pop(_ENTRYPOINT_RAN, False):
-        # No icons: before app.py has set the app's own page icon, a page's Material icon would become the tab's
-        # icon, and the browser would fetch it from Google's font servers.
-        st.navigation(navigation_pages(with_icons=False), position="hidden")
-        st.rerun()
 
 
 def previous_and_next(name: str) -> None:

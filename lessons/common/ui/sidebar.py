@@ -17,7 +17,6 @@ from lessons.common import hosting
 from lessons.common.hosting import HostingSettings
 from lessons.common.safe_text import escape_markdown
 from lessons.common.ui import linked, presentation
-from lessons.common.ui.frame import ensure_entrypoint
 from lessons.common.ui.loaders import device_problem, shared_model_fingerprint, try_get_model
 
 DEFAULT_TEXT = "time flies like an arrow"
@@ -86,10 +85,8 @@ def render() -> StudyContext:
 
 
 def current() -> StudyContext:
-    """The context the sidebar computed for this run. Pages call this first: it also makes sure the run went
-    through app.py, and says at the top of the lesson when the model asked for could not be used (the sidebar,
-    which says it too, may be closed or below the fold)."""
-    ensure_entrypoint()
+    """The context the sidebar computed for this run. Pages call this first: it also says at the top of the lesson
+    when the model asked for could not be used (the sidebar, which says it too, may be closed or below the fold)."""
     context: StudyContext = st.session_state["_context"]
     if context.model_problem:
         st.error(

@@ -16,7 +16,7 @@ from lessons.attention.steps import HeadLesson, feature_labels, numbered_labels,
 from lessons.common.runs import run_encoder
 from lessons.common.safe_text import escape_markdown
 
-PAGE = "pages/attention.py"
+PAGE = "lesson_pages/attention.py"
 TEXT = "time flies like an arrow"
 EDITED_X = "X:5,2,0,1;1,1,2,1;1,0,2,0"  # the toy's X with X[0][0] = 5, as a link carries it
 

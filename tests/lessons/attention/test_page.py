@@ -13,7 +13,7 @@ from lessons.attention.steps import FOCUS_WINDOW, embedding_self_attention
 from lessons.common.runs import run_encoder
 from lessons.common.ui import widgets
 
-PAGE = "pages/attention.py"
+PAGE = "lesson_pages/attention.py"
 TEXT = "the cat sat on the mat"
 
 

@@ -27,7 +27,7 @@ from lessons.common.runs import run_encoder
 from lessons.common.safe_text import escape_markdown
 from lessons.common.ui.check_yourself import NOTHING_TO_ASK
 
-PAGE = "pages/causal.py"
+PAGE = "lesson_pages/causal.py"
 TEXT = "time flies like an arrow"  # [CLS] time flies like an arrow [SEP]: 7 tokens
 REVEALED = "shares the whole row among the 3 tokens"  # in the weight exercise's explanation only
 

@@ -23,7 +23,7 @@ from lessons.causal import links
 from lessons.causal import masking as mask_demo
 from lessons.common.runs import run_encoder
 
-PAGE = "pages/causal.py"
+PAGE = "lesson_pages/causal.py"
 TEXT = "time flies like an arrow"  # [CLS] time flies like an arrow [SEP]: 7 tokens
 LONG_TEXT = " ".join(f"w{index}" for index in range(300))  # far more than the 512 tokens the model reads
 WORKED_EXAMPLE, REAL_HEAD, THREE_MASKS, TRAINED = links.TABS

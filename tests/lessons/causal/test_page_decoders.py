@@ -27,7 +27,7 @@ from lessons.common.safe_text import escape_markdown
 from lessons.common.ui import loaders
 from tests.tiny_models import GPT2_POSITIONS, GPT2_TEXT, save_tiny_gpt2
 
-PAGE = "pages/causal.py"
+PAGE = "lesson_pages/causal.py"
 SORTER_CHARTS = ["cm_sorter_heads", "cm_sorter_next", "cm_sorter_step"]
 CHEATER_CHARTS = ["cm_cheater_heads", "cm_cheater_losses"]
 REAL_HEAD, THREE_MASKS, TRAINED = "One head on your text", "No mask, padding, causal", "A trained decoder"

@@ -28,7 +28,7 @@ from lessons.decoder.exercises import (
 )
 from lessons.decoder.reversal import reverse_word
 
-PAGE = "pages/decoder.py"
+PAGE = "lesson_pages/decoder.py"
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

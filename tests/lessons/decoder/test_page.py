@@ -24,7 +24,7 @@ from harness.apptest import (
 from lessons.decoder import families, links
 from lessons.decoder.reversal import reverse_word
 
-PAGE = "pages/decoder.py"
+PAGE = "lesson_pages/decoder.py"
 CHARTS = ["dec_encoder_chart", "dec_decoder_chart", "dec_cross_chart", "dec_distribution_chart"]
 
 

@@ -23,7 +23,7 @@ from lessons.common.runs import run_encoder
 from lessons.common.safe_text import escape_markdown
 from lessons.encoder.exercises import nearest_after_the_stack, parameters_of_a_block
 
-PAGE = "pages/encoder.py"
+PAGE = "lesson_pages/encoder.py"
 TEXT = "time flies like an arrow"  # [CLS] time flies like an arrow [SEP]: "flies" (position 2) is asked about
 BANK = "The bank raised interest rates, so we sat on the river bank."  # "interest" (position 4) is asked about
 MINILM_BLOCK = 1_774_464  # D = 384, F = 1536

@@ -17,7 +17,7 @@ from lessons.common.ui import widgets
 from lessons.encoder import analysis as stack_analysis
 from lessons.encoder import links, text
 
-PAGE = "pages/encoder.py"
+PAGE = "lesson_pages/encoder.py"
 TEXT = "time flies like an arrow"
 # about 150 tokens: long enough for pooled overview maps and for a window of query rows
 LONG_TEXT = " ".join(["the quick brown fox jumps over the lazy dog"] * 16)

@@ -17,7 +17,7 @@ from lessons.language_model import exercises, reading
 
 pytestmark = pytest.mark.slow  # every test runs SmolLM2 (seconds each)
 
-PAGE = "pages/language_model.py"
+PAGE = "lesson_pages/language_model.py"
 PROMPT = "The capital of France is"  # SmolLM2: " Paris" 0.773
 PROVERB = "time flies like an arrow"  # SmolLM2: "," 0.243
 

@@ -22,7 +22,7 @@ from lessons.language_model import links, reading, text, ui, writing
 
 pytestmark = pytest.mark.slow  # every test runs SmolLM2 through the page (seconds each)
 
-PAGE = "pages/language_model.py"
+PAGE = "lesson_pages/language_model.py"
 PROMPT = "The capital of France is"
 NEXT_TOKEN, WRITING, ATTENTION, CHAT = links.TABS
 

@@ -19,7 +19,7 @@ from lessons.common.runs import run_encoder
 from lessons.multihead import links
 from lessons.multihead.exercises import numbers_in_one_head, strongest_previous_token_head, which_head_looks_back
 
-PAGE = "pages/multihead.py"
+PAGE = "lesson_pages/multihead.py"
 TEXT = "time flies like an arrow"  # [CLS] time flies like an arrow [SEP]: 7 tokens
 PLAIN_TEXT = "The quick brown fox jumps over the lazy dog while the farmer sleeps."
 REVEALED = "of its attention on the token just before it"  # in the explanation only

@@ -21,7 +21,7 @@ from lessons.common.runs import run_encoder
 from lessons.multihead import ablation, comparison, links
 from lessons.multihead import statistics as head_stats
 
-PAGE = "pages/multihead.py"
+PAGE = "lesson_pages/multihead.py"
 TEXT = "time flies like an arrow"  # [CLS] time flies like an arrow [SEP]: 7 tokens
 
 

@@ -7,7 +7,7 @@ from harness.apptest import assert_clean, open_page, plotly_figures
 from lessons.common.ui import loaders, widgets
 from lessons.multihead import figures
 
-PAGE = "pages/multihead.py"
+PAGE = "lesson_pages/multihead.py"
 
 
 def test_two_sessions_on_the_default_view_run_the_model_and_build_the_head_grid_once(monkeypatch):

@@ -13,7 +13,7 @@ from harness.apptest import HOSTILE_TEXTS, answer_exercise, assert_clean, exerci
 from lessons.positional import links
 from lessons.positional.exercises import OFFERED_DISTANCES, encoding_value, nearest_position, offered_positions
 
-PAGE = "pages/positional.py"
+PAGE = "lesson_pages/positional.py"
 TEXT = "time flies like an arrow"  # [CLS] time flies like an arrow [SEP]: positions 0 to 6
 SHOWN = 64
 

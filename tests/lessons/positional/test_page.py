@@ -18,7 +18,7 @@ from lessons.positional import links
 from lessons.positional.analysis import describe_encoding, offset_profile, similarity_matrix
 from lessons.positional.links import CURVES, PROPERTIES, SIMILARITY, TABLE
 
-PAGE = "pages/positional.py"
+PAGE = "lesson_pages/positional.py"
 
 
 def open_tab(tab: str, query: dict[str, str] | None = None, text: str | None = None):

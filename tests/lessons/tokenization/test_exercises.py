@@ -6,7 +6,7 @@ from __future__ import annotations
 from harness.apptest import answer_exercise, assert_clean, open_exercise, payload
 from lessons.tokenization.exercises import pieces_of_a_word, tokens_read
 
-PAGE = "pages/tokenization.py"
+PAGE = "lesson_pages/tokenization.py"
 TEXT = "Tokenizers meet antidisestablishmentarianism."
 
 

@@ -20,7 +20,7 @@ from lessons.common.runs import run_encoder
 from lessons.tokenization import links
 from lessons.tokenization.zoo import split_with, train_bpe, train_unigram
 
-PAGE = "pages/tokenization.py"
+PAGE = "lesson_pages/tokenization.py"
 TEXT = "Tokenization isn't magic 🤖"
 TOKENS_TAB, LOOKUP_TAB, ZOO_TAB = links.TABS
 

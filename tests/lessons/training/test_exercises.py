@@ -15,7 +15,7 @@ from lessons.training import links
 from lessons.training import live as live_training
 from lessons.training.exercises import parameter_total, starting_loss
 
-PAGE = "pages/training.py"
+PAGE = "lesson_pages/training.py"
 SORTER, REVERSER = RECIPES["sorter"], RECIPES["reverser"]
 pytestmark = pytest.mark.usefixtures("one_thread")
 

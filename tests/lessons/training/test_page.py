@@ -24,7 +24,7 @@ from lessons.common.ui import loaders
 from lessons.training import links
 from lessons.training import live as live_training
 
-PAGE = "pages/training.py"
+PAGE = "lesson_pages/training.py"
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
@@ -234,7 +234,7 @@ def test_a_run_left_mid_training_is_named_on_return_with_the_step_it_reached_and
     not_hosted.setattr(figures, "loss_curve", leave_at_first_redraw)
     app = train({links.STEPS: "20"})
     assert left == [5] and training_slots.slot_is_free()
-    app.switch_page("pages/home.py").run()
+    app.switch_page("lesson_pages/home.py").run()
     app.switch_page(PAGE).run()  # back on the training page
     assert_clean(app)
     (said,) = [item.value for item in app.warning]
