@@ -8,8 +8,8 @@ import streamlit as st
 
 from anatomy.attention import scaled_dot_product_attention
 from anatomy.masks import causal_mask, combine_masks, padding_mask
-from lessons.attention import examples
 from lessons.causal import decoders_ui, decoding, exercises, links, masking, text, ui
+from lessons.common import examples
 from lessons.common.ui import check_yourself, frame, sidebar, widgets
 
 SECTIONS = {

@@ -17,10 +17,7 @@ from torch import Tensor
 from anatomy.attention import scaled_dot_product_attention
 from anatomy.devices import float64_on_the_cpu
 from anatomy.trace import AttentionTrace
-from lessons.attention.examples import SingleHeadSteps
-
-# A score matrix of more tokens than this is shown through a window of this many tokens.
-FOCUS_WINDOW = 48
+from lessons.common.examples import SingleHeadSteps
 
 
 def embedding_self_attention(tokens, embeddings: Tensor) -> SingleHeadSteps:
@@ -103,14 +100,6 @@ def score_anatomy(steps: SingleHeadSteps, query_index: int, key_index: int) -> S
 def output_contributions(steps: SingleHeadSteps, query_index: int) -> Tensor:
     """(S, d) what each token adds to query i's output: weight_ij · v_j. The rows sum to output row i."""
     return steps.weights[query_index, :, None] * steps.value
-
-
-def focus_window(length: int, start: int, size: int = FOCUS_WINDOW) -> range:
-    """The positions shown of a `length`-token text: `size` consecutive tokens from `start`, kept inside
-    the text (a start too far right slides back so that the window stays full)."""
-    size = min(size, length)
-    start = min(max(start, 0), length - size)
-    return range(start, start + size)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import torch
 
 from anatomy.attention import MultiHeadAttention, MultiHeadAttentionLoop, merge_heads, scaled_dot_product_attention
 from anatomy.masks import causal_mask, padding_mask
-from lessons.attention import examples as toy
+from lessons.common import examples as toy
 
 pytestmark = pytest.mark.usefixtures("no_autograd")
 

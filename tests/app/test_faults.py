@@ -14,7 +14,7 @@ import torch
 from anatomy.checkpoints.pretrained import ModelLoadError, embedded_model_folder, load_pretrained
 from anatomy.devices import available_devices
 from harness.apptest import assert_clean, open_page, plotly_figures
-from lessons.attention import examples as toy
+from lessons.common import examples as toy
 from lessons.common import hosting
 from lessons.common.ui import loaders
 
