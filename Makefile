@@ -32,6 +32,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-logo
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

@@ -204,7 +204,7 @@ NUMBER_PARAMETERS = {
 # What surviving an input means, checked on a finished AppTest run
 
 
-# The st.html the app draws: <style> blocks of its own (lessons/causal/chart_ui.py), which have no "<" inside,
+# The st.html the app draws: <style> blocks of its own (lessons/common/ui/charts.py), which have no "<" inside,
 # and the fixed script that adds the SVG button to every chart's toolbar (lessons/common/ui/charts.py).
 STYLE_SHEET_ONLY = re.compile(r"<style>[^<]*</style>")
 

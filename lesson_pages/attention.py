@@ -16,9 +16,10 @@ from anatomy.attention import (
     masked_softmax,
     scaled_dot_product_attention,
 )
-from lessons.attention import examples, exercises, links, text, ui
+from lessons.attention import exercises, links, text, ui
 from lessons.attention.matrix_input import parse_matrix
 from lessons.attention.steps import embedding_self_attention, score_anatomy, traced_head_steps
+from lessons.common import examples
 from lessons.common.ui import check_yourself, frame, linked, sidebar, widgets
 
 SOURCE_CODE: dict[str, list[Callable[..., object]]] = {  # what each source runs, shown under the page

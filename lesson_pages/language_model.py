@@ -9,8 +9,9 @@ from anatomy.feedforward import FeedForward
 from anatomy.generation import filtered_scores, next_tokens
 from anatomy.norms import RMSNorm
 from anatomy.rotary import Rotation
+from lessons.common import decoder_attention
 from lessons.common.ui import check_yourself, frame, sidebar, widgets
-from lessons.language_model import exercises, links, reading, text, ui, writing
+from lessons.language_model import exercises, links, text, ui, writing
 
 context = sidebar.current()
 st.title("A real language model: SmolLM2")
@@ -31,6 +32,6 @@ widgets.show_source(
     next_tokens,
     filtered_scores,
     writing.write,
-    reading.layer_attention,
+    decoder_attention.layer_attention,
 )
 frame.previous_and_next("language_model")

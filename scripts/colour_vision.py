@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.colors
 
-from lessons.causal.figures import ALLOWED_COLOUR, FORBIDDEN_COLOUR
 from lessons.common.colour_vision import VISIONS, lightness_steps, smallest_difference
+from lessons.common.matrix_figures import ALLOWED_COLOUR, FORBIDDEN_COLOUR
 from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, HEAD_COLOURS
 from lessons.multihead.figures import SIMILARITY_SCALE
 from lessons.tokenization.figures import CELL_KINDS

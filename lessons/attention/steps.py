@@ -1,7 +1,7 @@
 """One attention head's steps, whatever the queries, keys and values came from.
 
 The attention lesson walks through Q, K, V → QKᵀ → ÷√d → softmax → ·V on three kinds of input: the small
-worked examples (see `lessons.attention.examples.single_head_steps`), a text's embeddings used directly as
+worked examples (see `lessons.common.examples.single_head_steps`), a text's embeddings used directly as
 Q, K and V, and one head of a traced model. All three end up as the same `SingleHeadSteps`, so one page and one
 set of figures can show any of them. This module also takes a single score apart, feature by feature
 (the "neuron view"), and chooses the window of tokens a long text is shown through.
@@ -15,10 +15,7 @@ from torch import Tensor
 
 from anatomy.attention import AttentionTrace, apply_mask, attention_scores, scaled_dot_product_attention
 from anatomy.devices import float64_on_the_cpu
-from lessons.attention.examples import SingleHeadSteps
-
-# A score matrix of more tokens than this is shown through a window of this many tokens.
-FOCUS_WINDOW = 48
+from lessons.common.examples import SingleHeadSteps
 
 
 def embedding_self_attention(tokens, embeddings: Tensor) -> SingleHeadSteps:
@@ -101,14 +98,6 @@ def score_anatomy(steps: SingleHeadSteps, query_index: int, key_index: int) -> S
 def output_contributions(steps: SingleHeadSteps, query_index: int) -> Tensor:
     """(S, d) what each token adds to query i's output: weight_ij · v_j. The rows sum to output row i."""
     return steps.weights[query_index, :, None] * steps.value
-
-
-def focus_window(length: int, start: int, size: int = FOCUS_WINDOW) -> range:
-    """The positions shown of a `length`-token text: `size` consecutive tokens from `start`, kept inside
-    the text (a start too far right slides back so that the window stays full)."""
-    size = min(size, length)
-    start = min(max(start, 0), length - size)
-    return range(start, start + size)
 
 
 @dataclass(frozen=True)

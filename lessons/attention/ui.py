@@ -1,6 +1,6 @@
 """The attention lesson's sections: the four sources of Q, K and V, the five steps, one score up close.
 
-Every number comes from `lessons.attention.steps` and `lessons.attention.examples`; every figure from
+Every number comes from `lessons.attention.steps` and `lessons.common.examples`; every figure from
 `lessons.attention.figures`. This module only chooses what to show and lays it out.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from lessons.attention import examples, links, text
+from lessons.attention import links, text
 from lessons.attention.figures import (
     ScoreStage,
     full_pattern,
@@ -20,19 +20,19 @@ from lessons.attention.figures import (
 )
 from lessons.attention.matrix_input import decode_matrices, encode_matrices, matrix_cells, parse_matrix
 from lessons.attention.steps import (
-    FOCUS_WINDOW,
     HeadLesson,
     embedding_self_attention,
     feature_labels,
-    focus_window,
     numbered_labels,
     output_contributions,
     score_anatomy,
     traced_head_steps,
 )
+from lessons.common import examples
 from lessons.common.safe_text import escape_markdown
 from lessons.common.ui import charts, linked, loaders, widgets
 from lessons.common.ui.sidebar import StudyContext
+from lessons.common.windows import FOCUS_WINDOW, focus_window
 
 WIDEST_TABLE = 64  # columns; wider tables are offered as CSV only
 SCORE_STAGES: tuple[ScoreStage, ...] = ("raw", "scaled", "weights")  # what steps 2, 3 and 4 show

@@ -14,13 +14,12 @@ from torch import Tensor
 from anatomy.models import DecoderOnlyLM
 from anatomy.training.recipes import RECIPES
 from anatomy.training.tasks import SortingTask
-from lessons.causal import chart_ui, decoding, links, masking, text
+from lessons.causal import decoding, links, text
 from lessons.causal import decoding_figures as figures
-from lessons.causal import figures as mask_figures
-from lessons.common import hosting
+from lessons.common import hosting, matrix_figures, next_token_figures, windows
+from lessons.common.decoder_attention import MAX_TOKENS
 from lessons.common.safe_text import escape_markdown, visible
 from lessons.common.ui import linked, loaders, widgets
-from lessons.language_model.reading import MAX_TOKENS
 
 SORTER, CHEATER = "sorter", "sorter-cheater"
 DEFAULT_WORD = "banana"
@@ -215,7 +214,7 @@ def show_next_token_choices(walk: decoding.SortingWalkthrough) -> None:
     widgets.show_figure(
         "cm_sorter_step",
         (_folder(SORTER), walk.word, chosen),
-        lambda: figures.candidates_figure(
+        lambda: next_token_figures.candidates_figure(
             [_tokens([candidate.token_id])[0] for candidate in candidates],
             [candidate.probability for candidate in candidates],
             f"Step {chosen}: the {SHOWN_CANDIDATES} most likely next tokens",
@@ -388,13 +387,13 @@ def show_language_model_head(context, run: decoding.TextContinuation, layer: int
     """One head's real causal attention, in a window of the text when it is long."""
     tokens = run.tokenized.tokens
     weights = language_model_layer(context, layer)[head]
-    window = masking.focus_window(len(tokens), window_start)
+    window = windows.focus_window(len(tokens), window_start)
     inputs = (context.reference, context.text, layer, head, window.start)
-    chart_ui.show_figure(
+    widgets.show_figure(
         "cm_lm_head",
         inputs,
-        lambda: mask_figures.weights_figure(
-            masking.crop(weights, window, window),
+        lambda: matrix_figures.weights_figure(
+            windows.crop(weights, window, window),
             [tokens[i] for i in window],
             f"Layer {layer}, head {head}: the model's own causal attention",
             window,
@@ -416,7 +415,7 @@ def show_next_tokens(context, run: decoding.TextContinuation) -> None:
     widgets.show_figure(
         "cm_lm_next",
         (context.reference, context.text, k),
-        lambda: figures.candidates_figure(
+        lambda: next_token_figures.candidates_figure(
             tokens,
             [candidate.probability for candidate in candidates],
             f"The {k} most likely tokens after the text",

@@ -21,8 +21,8 @@ from torch import Tensor, nn
 from anatomy.devices import float64_on_the_cpu
 from anatomy.models import DecoderOnlyLM
 from anatomy.training.tasks import SortingTask, answer_text
+from lessons.common.decoder_attention import layer_attention
 from lessons.common.runs import TokenizedText, tokenize
-from lessons.language_model.reading import layer_attention
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Figures of a decoder at work: every head's attention at once, next-token probabilities step by step, the
-top candidates of one step, and each model's loss on every true next token under teacher forcing.
+top candidates of one step (`lessons.common.next_token_figures`), and each model's loss on every true next token
+under teacher forcing.
 
 Token labels go through `safe_label` (via `token_names`): "<bos>" and a user's "<b>" are shown as written.
 Attention figures draw the diagonal's edge on every panel, so weight on the future is easy to spot.
@@ -13,11 +14,9 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
-from lessons.causal.figures import CELL_FONT, compact, finish_panels, panel_grid, token_axes, token_names
+from lessons.common.matrix_figures import CELL_FONT, compact, finish_panels, panel_grid, token_axes, token_names
 from lessons.common.plots import ATTENTION_SCALE, safe_label, style
 
-CHOSEN_COLOUR = "#5B4BDB"  # the token greedy decoding takes
-OTHER_COLOUR = "#B9B2F0"  # the candidates it passed over
 EDGE_COLOUR = "#E4572E"  # the diagonal's edge: right of it is the future
 MODEL_COLOURS = ("#5B4BDB", "#E4572E", "#17BEBB")
 LOSS_FLOOR = 1e-12  # a log axis cannot draw a loss of exactly 0
@@ -121,35 +120,6 @@ def next_token_heatmap(
     figure.update_xaxes(type="category", automargin=True, title="next token")
     figure.update_yaxes(type="category", autorange="reversed", automargin=True)
     return style(figure, title, height=int(min(640, 190 + 34 * len(rows))))
-
-
-def candidates_figure(
-    labels: Sequence[str],
-    probabilities: Sequence[float],
-    title: str = "",
-    chosen: int | None = 0,
-) -> go.Figure:
-    """The most likely next tokens as horizontal bars, the most probable on top; the bar at index
-    `chosen` (the token taken) is drawn darker."""
-    values = [float(value) for value in probabilities]
-    names = [f"{rank}. {safe_label(label)}" for rank, label in enumerate(labels, start=1)]
-    colours = [CHOSEN_COLOUR if index == chosen else OTHER_COLOUR for index in range(len(values))]
-    figure = go.Figure(
-        go.Bar(
-            x=values,
-            y=names,
-            orientation="h",
-            name="probability",
-            marker_color=colours,
-            text=[f"{value:.3g}" for value in values],
-            textposition="outside",
-            cliponaxis=False,
-            hovertemplate="%{y}<br>probability = %{x:.6g}<extra></extra>",
-        )
-    )
-    figure.update_xaxes(range=[0, 1.12], title="probability", automargin=True)
-    figure.update_yaxes(type="category", autorange="reversed", automargin=True)
-    return style(figure, title, height=int(150 + 28 * len(values)))
 
 
 def target_loss_figure(

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import torch
 
 from anatomy.masks import causal_mask
-from lessons.attention import examples
 from lessons.causal import figures, masking
+from lessons.common import examples, matrix_figures, windows
 from lessons.common.exercises import Exercise, Offer
 from lessons.common.safe_text import code_span
 
@@ -58,7 +58,7 @@ def allowed_pairs(read: Callable[[], MaskedHead]) -> Exercise:
     mask = head.attention.mask  # (T, T) True where query t may attend to key s
     count, allowed = mask.size(0), int(mask.sum())
     listed = f": {_tokens(head.tokens)}" if count <= LISTED_TOKENS else ""
-    window = range(min(count, masking.FOCUS_WINDOW))
+    window = range(min(count, windows.FOCUS_WINDOW))
     cut = f" (its first {len(window)} tokens)" if len(window) < count else ""
     return Exercise(
         question=(
@@ -74,7 +74,7 @@ def allowed_pairs(read: Callable[[], MaskedHead]) -> Exercise:
             "scores become −∞ before the softmax, and their weights exactly 0."
         ),
         figure=lambda: figures.mask_figure(
-            masking.crop(mask, window, window),
+            windows.crop(mask, window, window),
             [head.tokens[position] for position in window],
             f"The causal mask over {head.sequence}{cut}: {allowed:,} of {count * count:,} pairs allowed",
         ),
@@ -123,8 +123,8 @@ def weight_on_itself(read: Callable[[], MaskedHead]) -> Exercise | None:
             f"{terms[QUERY]} / ({' + '.join(terms)}) = **{answer:.2f}**. Without the mask, {query} would share "
             f"its row with all {len(tokens):,} tokens and put {unmasked:.2f} on itself."
         ),
-        figure=lambda: figures.weights_figure(
-            masking.crop(attention.weights, window, window),
+        figure=lambda: matrix_figures.weights_figure(
+            windows.crop(attention.weights, window, window),
             [tokens[position] for position in window],
             f"{(head.where or 'the worked example').capitalize()} under the causal mask: row {QUERY}",
             marked=(QUERY, QUERY),

@@ -2,16 +2,8 @@
 
 Plotly cannot draw an infinite value, so a forbidden score is sent as an empty cell of the score trace
 and drawn by a second, grey trace that writes "−∞" in it: the learner sees exactly which cells the mask
-removed, and the numbers the page sends stay finite.
-
-Every matrix here is self-attention, so rows and columns share one list of tokens. Each token is named
-by its position and its text ("3 flies"): a repeated word keeps its own row, and the name doubles as the
-hover text, so no per-cell label array has to be sent.
-
-Numbers are written in the cells at CELL_FONT_SIZE or not at all. A figure cannot know how wide it will be
-drawn, so it writes the numbers only when they fit a desktop, and records in its layout's meta how wide the
-chart must be for them (`NUMBERS_FROM_PX`); the page hides them on narrower screens, where the hover and the
-tables still give every value.
+removed, and the numbers the page sends stay finite. How a token matrix is laid out, named and sized for its
+numbers is shared with the other lessons that draw one (`lessons.common.matrix_figures`).
 """
 
 from __future__ import annotations
@@ -21,39 +13,28 @@ from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from lessons.common.plots import (
-    ATTENTION_SCALE,
-    DIVERGING_SCALE,
-    as_array,
-    cell_frame,
-    make_room_for_labels,
-    safe_label,
-    style,
+from lessons.common.matrix_figures import (
+    CELL_FONT,
+    FORBIDDEN_COLOUR,
+    LABEL_ROOM,
+    MINUS_INFINITY,
+    compact,
+    finish_matrix,
+    finish_panels,
+    finish_token_axes,
+    mask_trace,
+    numbers_fit,
+    panel_grid,
+    record_numbers,
+    token_axes,
+    token_names,
+    weight_scale,
+    weights_trace,
+    widest_number,
+    width_for_numbers,
 )
-
-MINUS_INFINITY = "−∞"
-ALLOWED, FORBIDDEN = "✓", "✗"
-FORBIDDEN_COLOUR = "#b8b8c0"  # neutral grey: "no score here", distinct from every value colour
-ALLOWED_COLOUR = "#6a51a3"  # the purple of the attention scale
-MARK_COLOUR = "#e6550d"  # the frame around the cell an exercise's answer points to
-MASK_COLOURS = [[0.0, FORBIDDEN_COLOUR], [0.5, FORBIDDEN_COLOUR], [0.5, ALLOWED_COLOUR], [1.0, ALLOWED_COLOUR]]
-CELL_FONT_SIZE = 12  # px: a number written in a cell is never smaller (readable without zooming)
-CELL_FONT = dict(size=CELL_FONT_SIZE)
-DIGIT_WIDTH = 0.56  # of the font size: one character of "0.97" or "−1.25" in the app's sans-serif
-CELL_PADDING = 8  # px a cell keeps free around its number
-LABEL_ROOM = 140  # px of a chart's width that row labels and a colour bar take
-DESKTOP_CHART = 820  # px: a chart's width on a desktop (1280 px window, Streamlit's centred column)
-NUMBERS_FROM_PX = "numbers_from_px"  # layout.meta key: the narrowest chart whose cells hold their numbers
-# Keys up to which their labels may stand upright. Past it they read upwards on any screen (a 48-token window
-# would need some 2,000 px a panel upright), so they are turned from the start.
-UPRIGHT_KEYS = 24
-
-
-def turned_labels(keys: int) -> bool:
-    """Whether a matrix of this many keys reads its key labels upwards from the start (see UPRIGHT_KEYS)."""
-    return keys > UPRIGHT_KEYS
+from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, style
 
 
 @dataclass(frozen=True)
@@ -64,85 +45,6 @@ class Panel:
     weights: object  # (T, T) array or tensor, values in [0, 1]
     labels: Sequence[str]  # the T tokens, for rows and columns alike
     positions: Sequence[int] | None = None  # their positions in the sequence (default 0 … T − 1)
-
-
-def compact(values) -> np.ndarray:
-    """float32 copy of the values: half the bytes of float64 on the wire, still about 7 significant digits,
-    and exact where it matters here (a masked weight stays exactly 0.0, −∞ stays −∞)."""
-    return as_array(values).astype(np.float32)
-
-
-def token_names(labels: Sequence[str], positions: Sequence[int] | None = None) -> list[str]:
-    """ "position token" for each token, escaped for plotly: unique even when a word repeats."""
-    positions = range(len(labels)) if positions is None else positions
-    return [f"{position} {safe_label(label)}" for position, label in zip(positions, labels)]
-
-
-def width_for_numbers(columns_across: int, characters: int, reserved: int = LABEL_ROOM) -> int:
-    """The narrowest chart (px) whose cells hold a number of `characters` characters at CELL_FONT_SIZE, for a
-    chart `columns_across` cells wide (all its panels together) that keeps `reserved` px for labels."""
-    cell = characters * DIGIT_WIDTH * CELL_FONT_SIZE + CELL_PADDING
-    return int(reserved + columns_across * cell)
-
-
-def _numbers_fit(needed_px: int, show_values: bool | None) -> bool:
-    """Write the numbers when asked to, or by default when a desktop has room for them."""
-    return needed_px <= DESKTOP_CHART if show_values is None else show_values
-
-
-def _record_numbers(figure: go.Figure, needed_px: int) -> None:
-    """Tell the page how wide the chart must be for the numbers written in its cells."""
-    figure.update_layout(meta={NUMBERS_FROM_PX: needed_px})
-
-
-def token_axes(figure: go.Figure, names: list[str], row: int | None = None, col: int | None = None) -> None:
-    """Keys (the tokens attended to) across the top, queries (the tokens attending) down the side, first
-    token at the top left, as matrices are written on paper. Key labels stand upright where they fit and turn
-    to read upwards where they do not (plotly chooses by the width it is drawn at, and leaves out every other
-    label only where even upright ones would overlap: on a phone). Past UPRIGHT_KEYS keys they always read
-    upwards, and the margins are made to hold them before plotly draws (`finish_token_axes`)."""
-    where = dict(row=row, col=col) if row is not None else {}
-    angles = dict(tickangle=-90) if turned_labels(len(names)) else dict(autotickangles=[0, -90])
-    figure.update_xaxes(type="category", side="top", automargin=True, **angles, **where)
-    figure.update_yaxes(type="category", autorange="reversed", automargin=True, **where)
-
-
-def finish_token_axes(figure: go.Figure, names: list[str]) -> go.Figure:
-    """Once the figure has its title and margins: room for labels that `token_axes` turned upwards."""
-    if turned_labels(len(names)):
-        make_room_for_labels(figure, names, names)
-    return figure
-
-
-def _height(rows: int) -> int:
-    """Tall enough for one readable label per row, within one screen."""
-    return int(min(720, max(300, 160 + 14 * rows)))
-
-
-def _finish(figure: go.Figure, names: list[str], title: str) -> go.Figure:
-    token_axes(figure, names)
-    return finish_token_axes(style(figure, title, height=_height(len(names))), names)
-
-
-def _mask_trace(mask, names: list[str], show: bool) -> go.Heatmap:
-    allowed = as_array(mask) > 0
-    text = np.where(allowed, ALLOWED, FORBIDDEN).tolist() if show else None
-    return go.Heatmap(
-        z=allowed.astype(np.int8),
-        x=names,
-        y=names,
-        name="mask",
-        colorscale=MASK_COLOURS,
-        zmin=0,
-        zmax=1,
-        showscale=False,
-        xgap=1,
-        ygap=1,
-        text=text,
-        texttemplate="%{text}" if show else None,
-        textfont=dict(CELL_FONT, color="white"),
-        hovertemplate="query %{y}<br>key %{x}<br>%{z} (1 = may attend, 0 = forbidden)<extra></extra>",
-    )
 
 
 def _score_traces(
@@ -182,21 +84,6 @@ def _score_traces(
     return [minus_infinity_cells, score_cells]
 
 
-def _weights_trace(weights, names: list[str], show: bool, coloraxis: str) -> go.Heatmap:
-    return go.Heatmap(
-        z=compact(weights),
-        x=names,
-        y=names,
-        name="weight",
-        coloraxis=coloraxis,
-        xgap=1,
-        ygap=1,
-        texttemplate="%{z:.2f}" if show else None,
-        textfont=CELL_FONT,
-        hovertemplate="query %{y}<br>key %{x}<br>weight = %{z:.4g}<extra></extra>",
-    )
-
-
 def _score_scale(*score_matrices, show_scale: bool = True) -> dict:
     """One diverging colour scale, centred on 0 and wide enough for every finite score shown."""
     finite = [values[np.isfinite(values)] for values in map(compact, score_matrices)]
@@ -209,83 +96,6 @@ def _score_scale(*score_matrices, show_scale: bool = True) -> dict:
         showscale=show_scale,
         colorbar=dict(title="score"),
     )
-
-
-def _weight_scale(show_scale: bool = True) -> dict:
-    return dict(colorscale=ATTENTION_SCALE, cmin=0.0, cmax=1.0, showscale=show_scale, colorbar=dict(title="weight"))
-
-
-def widest_number(*matrices, number_format: str = ".2f") -> int:
-    """Characters of the widest finite value of the matrices as the cells write it ("−0.54": 5)."""
-    finite = [values[np.isfinite(values)] for values in map(compact, matrices)]
-    return max((len(format(float(value), number_format)) for values in finite for value in values), default=1)
-
-
-TITLE_GAP_PX = 56  # between two rows of panels: the upper panels' titles go there
-# A row of panels keeps its whole width for the panels: its colour bar lies under them, at the right.
-COLOUR_BAR_ROW_PX = 50
-PANEL_TITLES_PX = 40  # under a row of panels, for their titles
-# Between two panels, as a fraction of the width: labels turned upwards stand a line's height wide, so the last
-# key of one panel and the first of the next need some 16 px between them, which a phone gives at 0.06.
-PANEL_GAP, PANEL_GAP_TURNED = 0.03, 0.06
-COLOUR_BAR_UNDER = dict(
-    orientation="h",
-    x=1,
-    xanchor="right",
-    len=180,
-    lenmode="pixels",
-    thickness=12,
-    y=0,
-    yref="container",
-    yanchor="bottom",
-    ypad=6,
-    title=dict(side="right"),
-)
-
-
-def panel_height(rows: int, columns: int) -> int:
-    """A panel's height (px): about one readable label per row, about square on a desktop."""
-    return int(min(max(30 * rows, 560 / columns), 700 / columns))
-
-
-def panel_grid(
-    titles: Sequence[str], columns: int, rows_per_panel: int, column_widths: Sequence[float] | None = None
-) -> tuple[go.Figure, int]:
-    """Panels over the same queries, `columns` to a row, and the figure's height (px). The query labels are
-    drawn once per row of panels, at the left; on a grid of several rows, whose panels also share their keys,
-    the key labels once per column, on top. Each panel's title goes underneath it (the keys are on top)."""
-    rows = -(-len(titles) // columns)
-    plots = rows * panel_height(rows_per_panel, columns) + (rows - 1) * TITLE_GAP_PX
-    figure = make_subplots(
-        rows=rows,
-        cols=columns,
-        subplot_titles=list(titles),
-        shared_yaxes=True,
-        shared_xaxes=rows > 1,
-        horizontal_spacing=PANEL_GAP_TURNED if turned_labels(rows_per_panel) else PANEL_GAP,
-        vertical_spacing=TITLE_GAP_PX / plots if rows > 1 else 0.0,
-        column_widths=list(column_widths) if column_widths else None,
-    )
-    if rows > 1:
-        figure.update_xaxes(showticklabels=False)
-        figure.update_xaxes(showticklabels=True, row=1)
-    for index, annotation in enumerate(figure.layout.annotations):
-        panel = figure.get_subplot(index // columns + 1, index % columns + 1)
-        annotation.update(y=panel.yaxis.domain[0], yanchor="top", yshift=-4)
-    # Above: the key labels (up to ~90 px upright) and the figure's title; below: the last panels' titles.
-    return figure, plots + 150
-
-
-def finish_panels(
-    figure: go.Figure, title: str, height: int, needed_px: int | None, titles_under: bool = True
-) -> go.Figure:
-    """The app's look, the colour bar under the panels, and room under them for the panels' titles (unless the
-    figure has none: a single matrix)."""
-    if needed_px is not None:
-        _record_numbers(figure, needed_px)
-    figure.update_coloraxes(colorbar=COLOUR_BAR_UNDER)
-    under = (PANEL_TITLES_PX if titles_under else 0) + COLOUR_BAR_ROW_PX
-    return style(figure, title, height=height + COLOUR_BAR_ROW_PX).update_layout(margin=dict(b=10 + under))
 
 
 def steps_figure(
@@ -310,60 +120,36 @@ def steps_figure(
     characters = widest_number(scores, masked_scores, *([] if weights is None else [weights]))
     numbers_px = width_for_numbers(across, characters, reserved=LABEL_ROOM // 2)
     glyphs_px = width_for_numbers(across, len(MINUS_INFINITY))  # ✓, ✗ and −∞
-    show = _numbers_fit(numbers_px, show_values)
-    show_glyphs = show or _numbers_fit(glyphs_px, show_values)
+    show = numbers_fit(numbers_px, show_values)
+    show_glyphs = show or numbers_fit(glyphs_px, show_values)
     titles = ["1 · the mask", "2 · scores QKᵀ/√d", "3 · scores + mask"]
     if weights is not None:
         titles.append("4 · softmax rows")
     else:  # a third of the width: room for short lines only
         titles = ["1 · the<br>mask", "2 · scores<br>QKᵀ/√d", "3 · scores<br>+ mask"]
     figure, height = panel_grid(titles, columns, len(names))
-    figure.add_trace(_mask_trace(mask, names, show_glyphs), row=1, col=1)
+    figure.add_trace(mask_trace(mask, names, show_glyphs), row=1, col=1)
     for (row, column), matrix in zip(((1, 2), (2, 1) if columns == 2 else (1, 3)), (scores, masked_scores)):
         figure.add_traces(_score_traces(matrix, names, show, "coloraxis", show_glyphs), rows=row, cols=column)
     layout = dict(coloraxis=_score_scale(scores, masked_scores, show_scale=not show))
     if weights is not None:
-        figure.add_trace(_weights_trace(weights, names, show, "coloraxis2"), row=2, col=2)
-        layout["coloraxis2"] = _weight_scale(show_scale=False)  # the score scale's bar sits there
+        figure.add_trace(weights_trace(weights, names, show, "coloraxis2"), row=2, col=2)
+        layout["coloraxis2"] = weight_scale(show_scale=False)  # the score scale's bar sits there
     figure.update_layout(**layout)
     token_axes(figure, names)
     needed = numbers_px if show else glyphs_px if show_glyphs else None
     return finish_token_axes(finish_panels(figure, title, height, needed), names)
 
 
-def weights_figure(
-    weights,
-    labels: Sequence[str],
-    title: str = "",
-    positions: Sequence[int] | None = None,
-    show_values: bool | None = None,
-    marked: tuple[int, int] | None = None,
-) -> go.Figure:
-    """Attention weights on the fixed 0–1 scale, so that figures can be compared by colour. The cell
-    `marked` (row, column, counted within `weights`), when given, is framed: an exercise's answer."""
-    names = token_names(labels, positions)
-    values = compact(weights)
-    needed = width_for_numbers(len(names), widest_number(values))
-    show = _numbers_fit(needed, show_values)
-    figure = go.Figure(_weights_trace(values, names, show, "coloraxis"))
-    figure.update_layout(coloraxis=_weight_scale())
-    if marked is not None:
-        figure.add_shape(cell_frame(*marked, MARK_COLOUR, width=4))
-    token_axes(figure, names)
-    # The colour bar under the matrix, as under a row of panels: the matrix keeps the whole width.
-    finish_panels(figure, title, _height(len(names)), needed if show else None, titles_under=False)
-    return finish_token_axes(figure, names)
-
-
 def mask_figure(mask, labels: Sequence[str], title: str = "", positions: Sequence[int] | None = None) -> go.Figure:
     """The mask alone: ✓ where a query may attend to a key, ✗ where it may not (the glyphs where they fit)."""
     names = token_names(labels, positions)
     glyphs_px = width_for_numbers(len(names), len(MINUS_INFINITY))
-    show = _numbers_fit(glyphs_px, None)
-    figure = go.Figure(_mask_trace(mask, names, show))
+    show = numbers_fit(glyphs_px, None)
+    figure = go.Figure(mask_trace(mask, names, show))
     if show:
-        _record_numbers(figure, glyphs_px)
-    return _finish(figure, names, title)
+        record_numbers(figure, glyphs_px)
+    return finish_matrix(figure, names, title)
 
 
 def compare_figure(panels: Sequence[Panel], title: str = "", show_values: bool | None = None) -> go.Figure:
@@ -374,15 +160,15 @@ def compare_figure(panels: Sequence[Panel], title: str = "", show_values: bool |
     figure, height = panel_grid([panel.title for panel in panels], len(panels), max(widths), column_widths=widths)
     values = [compact(panel.weights) for panel in panels]
     needed = width_for_numbers(sum(widths), widest_number(*values))
-    show = _numbers_fit(needed, show_values)
+    show = numbers_fit(needed, show_values)
     rows: list[str] = []
     for column, (panel, matrix) in enumerate(zip(panels, values), start=1):
         names = token_names(panel.labels, panel.positions)
         rows += [name for name in names if name not in rows]
-        figure.add_trace(_weights_trace(matrix, names, show, "coloraxis"), row=1, col=column)
+        figure.add_trace(weights_trace(matrix, names, show, "coloraxis"), row=1, col=column)
     token_axes(figure, rows)
     figure.update_yaxes(categoryorder="array", categoryarray=rows)
-    figure.update_layout(coloraxis=_weight_scale())
+    figure.update_layout(coloraxis=weight_scale())
     return finish_token_axes(finish_panels(figure, title, height, needed if show else None), rows)
 
 

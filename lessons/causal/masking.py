@@ -9,7 +9,6 @@ and after masking so that a page can show all three stages side by side.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -20,8 +19,6 @@ from anatomy.devices import float64_on_the_cpu
 from anatomy.masks import causal_mask, combine_masks, padding_mask
 from anatomy.trace import ModelTrace
 from lessons.common.runs import EncoderRun, TokenizedText
-
-FOCUS_WINDOW = 48  # tokens shown at once: a 48 × 48 grid is still readable, 512 × 512 is not
 
 
 @dataclass(frozen=True)
@@ -162,19 +159,6 @@ def _kept_projections(tokens: tuple[str, ...], attention_mask: Tensor, trace: Mo
     key = torch.stack([attention.key[0] for attention in attentions])  # (L, H, T + P, d_head)
     value = torch.stack([attention.value[0] for attention in attentions])  # (L, H, T + P, d_head)
     return PaddedText(tokens, attention_mask, query, key, value)
-
-
-def focus_window(num_tokens: int, start: int, size: int = FOCUS_WINDOW) -> range:
-    """Positions start … start + size − 1, moved back inside the sequence if they would run past its end."""
-    start = min(max(start, 0), max(num_tokens - size, 0))
-    return range(start, min(start + size, num_tokens))
-
-
-def crop(matrix: Tensor, rows: Sequence[int], columns: Sequence[int]) -> Tensor:
-    """The sub-matrix at the given row and column positions (keeps −∞ and exact zeros as they are)."""
-    row_index = torch.as_tensor(list(rows), dtype=torch.long, device=matrix.device)
-    column_index = torch.as_tensor(list(columns), dtype=torch.long, device=matrix.device)
-    return matrix.index_select(0, row_index).index_select(1, column_index)
 
 
 def largest_difference(first: Tensor, second: Tensor) -> float:

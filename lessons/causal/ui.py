@@ -14,16 +14,16 @@ import pandas as pd
 import streamlit as st
 
 from anatomy.masks import causal_mask
-from lessons.attention import examples
-from lessons.causal import chart_ui, decoders_ui, exercises, links, masking, text
+from lessons.causal import decoders_ui, exercises, links, masking, text
 from lessons.causal import figures as mask_figures
+from lessons.common import examples, matrix_figures, windows
 from lessons.common.plots import as_array
 from lessons.common.runs import EncoderRun
 from lessons.common.ui import charts, linked, loaders, widgets
 
 MAX_PADS = 8
 DEFAULT_PADS = 3
-WINDOW = masking.FOCUS_WINDOW
+WINDOW = windows.FOCUS_WINDOW
 SMALL_WINDOW = 12  # tokens up to which a head's numbers are shown without asking (the table opens by itself)
 CACHED_VIEWS = 16  # per section: enough to flip between a few layers and heads without recomputing
 
@@ -62,7 +62,7 @@ def show_worked_example() -> None:
     st.subheader("A worked 4 × 4 example")
     st.markdown(text.WORKED_EXAMPLE)
     section = worked_example_section()
-    chart_ui.show_chart(section.figures["steps"], "cm_toy_steps", about="")
+    charts.show(section.figures["steps"], "cm_toy_steps", about="")
     table = section.tables["weights"]
     st.dataframe(table, key="cm_toy_table", column_config=widgets.rounded_numbers(table))
     st.markdown(text.worked_example_rows(section.numbers["weights"]))
@@ -157,13 +157,13 @@ def recorded_head_output(run: EncoderRun, layer: int, head: int):
 def causal_section(reference: str, text: str, layer: int, head: int, window_start: int) -> Section:
     run = loaders.get_encoder_run(reference, text)
     tokens = run.tokenized.tokens
-    window = masking.focus_window(len(tokens), window_start)
+    window = windows.focus_window(len(tokens), window_start)
     view = masking.causal(head_of(run, layer, head))
     labels = [tokens[i] for i in window]
     where = f"layer {layer}, head {head}"
 
     def crop(matrix):
-        return masking.crop(matrix, window, window)
+        return windows.crop(matrix, window, window)
 
     figures = {
         "steps": mask_figures.steps_figure(
@@ -174,7 +174,7 @@ def causal_section(reference: str, text: str, layer: int, head: int, window_star
             title=where.capitalize(),
             positions=window,
         ),
-        "weights": mask_figures.weights_figure(crop(view.weights), labels, f"4 · softmax rows, {where}", window),
+        "weights": matrix_figures.weights_figure(crop(view.weights), labels, f"4 · softmax rows, {where}", window),
     }
     table = labelled_frame(crop(view.weights), window, window, tokens).assign(
         **{"row sum": as_array(view.row_sums[window.start : window.stop])}
@@ -192,8 +192,8 @@ def show_causal_on_real_head(context, run, layer: int, head: int, window_start: 
     section = causal_section(context.reference, context.text, layer, head, window_start)
     num_tokens = len(run.tokenized)
     window_note(section.numbers["window"], num_tokens)
-    chart_ui.show_chart(section.figures["steps"], "cm_real_steps")
-    chart_ui.show_chart(section.figures["weights"], "cm_real_weights")
+    charts.show(section.figures["steps"], "cm_real_steps")
+    charts.show(section.figures["weights"], "cm_real_weights")
     shown = len(section.numbers["window"])
     if numbers := widgets.expander_if_open("The numbers", "cm_real_numbers", expanded=shown <= SMALL_WINDOW):
         with numbers:
@@ -246,18 +246,18 @@ def three_masks_section(
     no_mask, causal = masking.unmasked(head_inputs), masking.causal(head_inputs)
     padded = masking.padded(padded_text.head(layer, head), padded_text.attention_mask, also_causal)
 
-    window = masking.focus_window(len(tokens), window_start)
+    window = windows.focus_window(len(tokens), window_start)
     labels = [tokens[i] for i in window]
     with_pads = list(window) + list(range(len(tokens), len(padded_text.tokens)))  # the window, then the [PAD]s
 
     def in_window(view):
-        return masking.crop(view.weights, window, window)
+        return windows.crop(view.weights, window, window)
 
     panels = [
         mask_figures.Panel("no mask", in_window(no_mask), labels, window),
         mask_figures.Panel(
             f"{padding}<br>(+{num_pads} [PAD])",
-            masking.crop(padded.weights, with_pads, with_pads),
+            windows.crop(padded.weights, with_pads, with_pads),
             [padded_text.tokens[i] for i in with_pads],
             with_pads,
         ),
@@ -290,7 +290,7 @@ def show_three_masks(context, run, layer: int, head: int, window_start: int) -> 
     num_pads, also_causal = choose_padding(room)
     section = three_masks_section(context.reference, context.text, layer, head, window_start, num_pads, also_causal)
     window_note(section.numbers["window"], len(run.tokenized))
-    chart_ui.show_chart(section.figures["compare"], "cm_compare")
+    charts.show(section.figures["compare"], "cm_compare")
     st.dataframe(section.tables["facts"], key="cm_facts")
     st.markdown(
         f"Every [PAD] column receives a weight of exactly 0 from every query. The real tokens' rows match the "

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from anatomy.config import Seq2SeqConfig
 from anatomy.training.recipes import RECIPES
+from lessons.common.block_figures import block_parameters_chart
+from lessons.common.block_parameters import block_parameters
 from lessons.common.exercises import Exercise, Offer
 from lessons.common.plots import safe_label
 from lessons.common.safe_text import visible
 from lessons.decoder import figures, tables
 from lessons.decoder.reversal import ReversalLesson
-from lessons.encoder.analysis import block_parameters
-from lessons.encoder.figures import block_parameters_chart
 
 HEAD = 0  # the head a question asks about: each head has its own row of weights at every step
 DEFAULT_STEP = 1  # the second letter written: its mirrored position is not simply the last one

@@ -3,7 +3,7 @@ cross-attention learned, the next-token distribution of every generation step, a
 families of transformer.
 
 Rows are always the positions that read (queries), columns the positions read (keys), first position at the
-top left. Each position is named "index token" (`masking.token_names`), so a repeated letter keeps its own
+top left. Each position is named "index token" (`matrix_figures.token_names`), so a repeated letter keeps its own
 row and column, and every label is escaped for plotly.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from lessons.causal.figures import (
+from lessons.common.matrix_figures import (
     ALLOWED,
     CELL_FONT,
     COLOUR_BAR_ROW_PX,

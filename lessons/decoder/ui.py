@@ -19,7 +19,6 @@ from anatomy.config import parameter_count
 from anatomy.seq2seq import EncoderDecoder
 from anatomy.training.recipes import RECIPES
 from anatomy.training.tasks import EOS, SPECIAL_TOKENS, LetterTask, ReversalTask
-from lessons.causal import chart_ui
 from lessons.common.safe_text import escape_markdown
 from lessons.common.ui import charts, linked, loaders, widgets
 from lessons.decoder import families, figures, links, tables, text
@@ -150,12 +149,12 @@ def show_attentions(view: WordView) -> None:
     st.subheader("Three attentions in one model")
     st.markdown(text.attentions_intro(len(lesson.source_tokens), len(lesson.steps)))
     st.markdown(text.ENCODER_SELF_ATTENTION)
-    chart_ui.show_chart(view.figures["encoder"], "dec_encoder_chart", about=lesson.word)
+    charts.show(view.figures["encoder"], "dec_encoder_chart", about=lesson.word)
     st.markdown(text.decoder_self_attention(lesson.decoder_self_weight.tolist()))
-    chart_ui.show_chart(view.figures["decoder"], "dec_decoder_chart", about=lesson.word)
+    charts.show(view.figures["decoder"], "dec_decoder_chart", about=lesson.word)
     st.markdown(text.CROSS_ATTENTION)
     st.latex(text.CROSS_FORMULA)
-    chart_ui.show_chart(view.figures["cross"], "dec_cross_chart", about=lesson.word)
+    charts.show(view.figures["cross"], "dec_cross_chart", about=lesson.word)
     show_alignment(lesson)
 
 

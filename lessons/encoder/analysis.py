@@ -369,18 +369,6 @@ def total_parameters(model: nn.Module) -> int:
     return sum(parameter.numel() for parameter in model.parameters())
 
 
-def block_parameters(config: TransformerConfig) -> dict[str, int]:
-    """One block's parameters by part: "attention", "feed-forward", "layer norms", and "cross-attention" in a
-    decoder that reads an encoder. `parameter_breakdown` counts each part over all the blocks; every block
-    has the same shapes, so one block holds an equal share."""
-    all_layers = " (all layers)"
-    return {
-        name.removesuffix(all_layers): count // config.num_layers
-        for name, count in parameter_breakdown(config).items()
-        if name.endswith(all_layers)
-    }
-
-
 @dataclass(frozen=True)
 class ParameterRow:
     component: str

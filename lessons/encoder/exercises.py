@@ -5,6 +5,8 @@ run of the learner's text."""
 from __future__ import annotations
 
 from anatomy.config import TransformerConfig
+from lessons.common.block_figures import block_parameters_chart
+from lessons.common.block_parameters import block_parameters
 from lessons.common.exercises import Exercise, Offer
 from lessons.common.plots import safe_label
 from lessons.common.runs import EncoderRun
@@ -18,7 +20,7 @@ NEAREST_OPTIONS = 4
 def parameters_of_a_block(run: EncoderRun, config: TransformerConfig) -> Exercise:
     """How many parameters one block of the loaded model holds (its configuration says; the text plays no
     part, so `run` is not read)."""
-    parts = analysis.block_parameters(config)
+    parts = block_parameters(config)
     total = sum(parts.values())
     width, ff_width = config.width, config.ff_width
     matrices = 4 * width * width + 2 * width * ff_width  # the weight matrices alone, as a quick estimate counts
@@ -40,7 +42,7 @@ def parameters_of_a_block(run: EncoderRun, config: TransformerConfig) -> Exercis
             f"the same whatever it reads, and all {config.num_layers} blocks together hold "
             f"{config.num_layers * total:,}."
         ),
-        figure=lambda: figures.block_parameters_chart(
+        figure=lambda: block_parameters_chart(
             {"one encoder block": parts}, f"One block of this model: {total:,} parameters"
         ),
     )

@@ -479,34 +479,3 @@ def classifier_output_chart(logits, probabilities, title: str = "") -> go.Figure
 
 
 # ---------------------------------------------------------------------------------------------------------
-# What a block is made of
-
-PART_COLORS = {"attention": MAIN_COLOR, "cross-attention": HIGHLIGHT, "feed-forward": SECOND_COLOR}
-OTHER_PART_COLOR = "#8c8c8c"  # the layer norms: a sliver next to the matrices
-
-
-def block_parameters_chart(blocks: dict[str, dict[str, int]], title: str = "") -> go.Figure:
-    """One stacked bar per block (named by the keys of `blocks`): its parameters part by part, as
-    `analysis.block_parameters` counts them, with the block's total at the end of its bar."""
-    parts = list(dict.fromkeys(part for counts in blocks.values() for part in counts))
-    # The total is written in the bar's own label: an annotation beyond the bar's end is cut off on a phone.
-    labels = {name: f"{name}: {sum(counts.values()):,}" for name, counts in blocks.items()}
-    figure = go.Figure(
-        [
-            go.Bar(
-                y=[labels[name] for name in blocks],
-                x=[counts.get(part, 0) for counts in blocks.values()],
-                orientation="h",
-                name=part,
-                marker_color=PART_COLORS.get(part, OTHER_PART_COLOR),
-                text=[f"{counts[part]:,}" if counts.get(part) else "" for counts in blocks.values()],
-                textposition="inside",
-                hovertemplate=f"%{{y}}<br>{part}: %{{x:,}} parameters<extra></extra>",
-            )
-            for part in parts
-        ]
-    )
-    # The legend below the bars, without an axis title there for it to run into (the title names the unit).
-    figure.update_layout(barmode="stack", legend=dict(orientation="h", x=0, y=-0.12, yanchor="top"))
-    figure.update_yaxes(type="category", autorange="reversed")
-    return style(figure, title, height=230 + 60 * len(blocks))

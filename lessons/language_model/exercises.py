@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from lessons.causal.masking import crop, focus_window
 from lessons.common.exercises import Exercise, Offer
 from lessons.common.llm.smollm2 import ChatModel
 from lessons.common.safe_text import code_span, visible
+from lessons.common.windows import crop, focus_window
 from lessons.language_model import figures, reading
 from lessons.language_model.reading import Candidates, ModelTokens
 

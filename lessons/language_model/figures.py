@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from lessons.causal.decoding_figures import CHOSEN_COLOUR, OTHER_COLOUR, candidates_figure
-from lessons.causal.figures import weights_figure
+from lessons.common.matrix_figures import weights_figure
+from lessons.common.next_token_figures import CHOSEN_COLOUR, OTHER_COLOUR, candidates_figure
 from lessons.common.plots import safe_label, style
 
 FRAME_COLOUR = "#E4572E"  # the app's second colour: it stands out on the purple attention scale

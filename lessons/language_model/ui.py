@@ -12,11 +12,10 @@ import pandas as pd
 import streamlit as st
 
 from anatomy.generation import Sampling
-from lessons.causal import chart_ui
-from lessons.causal.masking import FOCUS_WINDOW, crop, focus_window
-from lessons.common import hosting
+from lessons.common import decoder_attention, hosting
 from lessons.common.llm.smollm2 import ChatModel
-from lessons.common.ui import linked, loaders, widgets
+from lessons.common.ui import charts, linked, loaders, widgets
+from lessons.common.windows import FOCUS_WINDOW, crop, focus_window
 from lessons.language_model import exercises, figures, links, reading, text, writing
 from lessons.language_model.reading import ModelTokens
 
@@ -33,7 +32,7 @@ MODES = {"greedy": "Greedy", "sampled": "Sampled"}
 
 def token_cap() -> int:
     """Tokens a text is cut to: the lesson's cap, or the host's if lower."""
-    return hosting.current().token_limit(reading.MAX_TOKENS)
+    return hosting.current().token_limit(decoder_attention.MAX_TOKENS)
 
 
 def model() -> ChatModel:
@@ -81,12 +80,12 @@ def steps_after(
 def attention_of(study_text: str, cap: int, layer: int):
     ids = tokens_of(study_text, cap).ids
     with loaders.FORWARD_GATE:
-        return reading.layer_attention(reading.decoder_of(model()), ids, layer)
+        return decoder_attention.layer_attention(reading.decoder_of(model()), ids, layer)
 
 
 @st.cache_resource(max_entries=CACHED_TEXTS, show_spinner=False)
 def chat_of(message: str) -> tuple[str, ModelTokens]:
-    return reading.chat_tokens(model(), message, reading.MAX_TOKENS)
+    return reading.chat_tokens(model(), message, decoder_attention.MAX_TOKENS)
 
 
 @st.cache_resource(max_entries=CACHED_RUNS, show_spinner="SmolLM2 is answering…")
@@ -296,7 +295,7 @@ def show_attention(chat: ChatModel, tokens: ModelTokens, study_text: str) -> Non
             f"Showing positions {window.start}–{window.stop - 1} of {len(tokens)}. Keys before the window still "
             "take part in each row's softmax, so a row here may sum to less than 1."
         )
-    chart_ui.show_chart(
+    charts.show(
         figures.attention_figure(weights, [tokens.pieces[i] for i in window], window, f"Layer {layer}, head {head}"),
         "lm_attention",
     )

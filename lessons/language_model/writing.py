@@ -14,7 +14,7 @@ import torch
 
 from anatomy.generation import Sampling, filtered_scores, next_tokens
 from anatomy.models import DecoderOnlyLM
-from lessons.language_model.reading import as_batch
+from lessons.common.decoder_attention import as_batch
 
 MAX_NEW_TOKENS = 40  # a few seconds on two CPU cores, with the KV cache
 SHOWN_ALTERNATIVES = 5

@@ -161,10 +161,3 @@ def statistic_range(name: str, length: int) -> tuple[float, float]:
     if name == "distance":
         return 0.0, float(max(length - 1, 1))
     return 0.0, 1.0
-
-
-def focus_window(length: int, centre: int, size: int = MAX_MAP_SIZE) -> range:
-    """At most `size` consecutive positions of a text of `length`, centred on `centre` where the text allows."""
-    size = min(size, length)
-    start = min(max(centre - size // 2, 0), length - size)
-    return range(start, start + size)

@@ -15,6 +15,7 @@ from streamlit.delta_generator import DeltaGenerator
 from torch import Tensor
 
 from anatomy.models import Encoder
+from lessons.common import windows
 from lessons.common.runs import EncoderRun
 from lessons.common.ui import charts, linked, loaders, widgets
 from lessons.common.ui.sidebar import StudyContext
@@ -189,7 +190,7 @@ def show_head_view(view: LayerView) -> None:
     window = range(len(tokens))
     if len(tokens) > HEAD_VIEW_WINDOW:
         token = choose_token(tokens, "Centre the window on token")
-        window = head_stats.focus_window(len(tokens), token, HEAD_VIEW_WINDOW)
+        window = windows.centred_window(len(tokens), token, HEAD_VIEW_WINDOW)
         st.caption(text.window_caption(len(tokens), window, HEAD_VIEW_LINES))
     if not heads:
         st.info(text.CHOOSE_A_HEAD, icon=":material/touch_app:")

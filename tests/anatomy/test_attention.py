@@ -23,7 +23,7 @@ from anatomy.attention import (
     scaled_dot_product_attention,
 )
 from anatomy.masks import causal_mask, combine_masks, padding_mask
-from lessons.attention import examples as toy
+from lessons.common import examples as toy
 
 pytestmark = pytest.mark.usefixtures("no_autograd")
 

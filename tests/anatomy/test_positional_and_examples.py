@@ -15,7 +15,7 @@ import torch
 from anatomy.config import DecoderConfig
 from anatomy.models import DecoderOnlyLM
 from anatomy.positional import sinusoidal_positional_encoding
-from lessons.attention import examples as toy
+from lessons.common import examples as toy
 
 # "I love mathematics", written out again in numpy.
 X = np.array([[0, 2, 0, 1], [1, 1, 2, 1], [1, 0, 2, 0]])

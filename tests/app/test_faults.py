@@ -15,7 +15,7 @@ from anatomy.checkpoints.pretrained import ModelLoadError, embedded_model_folder
 from anatomy.devices import available_devices
 from anatomy.training.recipes import RECIPES
 from harness.apptest import assert_clean, open_page, plotly_figures
-from lessons.attention import examples as toy
+from lessons.common import examples as toy
 from lessons.common import hosting
 from lessons.common.ui import loaders
 

@@ -7,6 +7,13 @@ export (its `toImageButtonOptions`), laid out 960 pixels wide and drawn at twice
 as large on the slide as on the screen. Plotly's toolbar holds one download button only; the SVG button is
 added to every chart's toolbar by a small script in the browser (`export_script`), which calls the same
 plotly.js function with format "svg". Everything happens in the browser: the server renders no image.
+
+A heatmap with numbers in its cells is drawn so that a number is readable or not drawn at all. A figure is built
+once, before anyone knows how wide it will be drawn: 820 px on a desktop, 520 px on a desktop zoomed to 150 %,
+358 px on a phone. Its builder writes the numbers at a fixed, readable size and records in the layout's meta the
+narrowest chart that has room for them (`matrix_figures.NUMBERS_FROM_PX`). Here, a CSS container query on the
+chart's own box (Streamlit gives a keyed element the class `st-key-<key>`) hides the numbers in any narrower
+chart; the hover and the tables beside the chart still give every value. A style-only `st.html` takes no room.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lessons.common.figure_text import describe
+from lessons.common.matrix_figures import NUMBERS_FROM_PX
 from lessons.common.plots import with_larger_text
 from lessons.common.ui import presentation
 
@@ -99,6 +107,18 @@ def show(figure: go.Figure, key: str | None = None, *, about: str | None = None,
     shows = what_it_shows(figure, key)
     name = file_name(st.session_state.get(_LESSON, ""), shows, about)
     (into or st).plotly_chart(figure, key=key, config=export_config(figure, name), alt=describe(figure, shows))
+    narrowest = (figure.layout.meta or {}).get(NUMBERS_FROM_PX)
+    if key and narrowest:  # beside the chart, not `into`: a placeholder holds one element, and the chart is it
+        st.html(numbers_rule(key, int(narrowest)))
+
+
+def numbers_rule(key: str, narrowest_px: int) -> str:
+    """CSS that hides the cell numbers of the chart keyed `key` wherever it is narrower than `narrowest_px`."""
+    box = f".st-key-{key}"
+    return (
+        f"<style>{box} {{ container-type: inline-size; }} "
+        f"@container (max-width: {narrowest_px - 1}px) {{ {box} .heatmaplayer text {{ display: none; }} }}</style>"
+    )
 
 
 # The toolbar's second download button. Plotly redraws its toolbar now and then, so an observer adds the

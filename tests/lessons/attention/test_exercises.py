@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from harness.apptest import HOSTILE_TEXTS, answer_exercise, assert_clean, exercise_field, open_exercise, payload
-from lessons.attention import examples as toy
 from lessons.attention import links, text
 from lessons.attention.exercises import MAX_OPTIONS, TOO_MANY_KEYS, softmax_weight, strongest_key
 from lessons.attention.steps import HeadLesson, feature_labels, numbered_labels, traced_head_steps
+from lessons.common import examples as toy
 from lessons.common.runs import run_encoder
 from lessons.common.safe_text import escape_markdown
 

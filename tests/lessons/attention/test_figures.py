@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 
-from lessons.attention import examples as toy
 from lessons.attention.figures import (
     full_pattern,
     neuron_view,
@@ -12,6 +11,7 @@ from lessons.attention.figures import (
     score_matrix,
     step_matrix,
 )
+from lessons.common import examples as toy
 
 STEPS = toy.love_mathematics()
 FEATURES = ["1", "2", "3", "4"]

@@ -5,7 +5,6 @@ import math
 import pytest
 import torch
 
-from lessons.attention.examples import LOVE_MATHEMATICS_W_Q, LOVE_MATHEMATICS_X
 from lessons.attention.matrix_input import (
     LARGEST_ENTRY,
     decode_matrices,
@@ -15,6 +14,7 @@ from lessons.attention.matrix_input import (
     parse_matrix,
     parse_number,
 )
+from lessons.common.examples import LOVE_MATHEMATICS_W_Q, LOVE_MATHEMATICS_X
 
 
 def test_the_seed_matrices_survive_a_round_trip_through_text():

@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from harness.apptest import HOSTILE_TEXTS, all_markdown, assert_clean, open_expander, open_page, plotly_figures
-from lessons.attention import examples as toy
 from lessons.attention import links, text
-from lessons.attention.steps import FOCUS_WINDOW, embedding_self_attention
+from lessons.attention.steps import embedding_self_attention
+from lessons.common import examples as toy
 from lessons.common.runs import run_encoder
 from lessons.common.ui import widgets
+from lessons.common.windows import FOCUS_WINDOW
 
 PAGE = "lesson_pages/attention.py"
 TEXT = "the cat sat on the mat"

@@ -15,15 +15,13 @@ from anatomy.attention import (
     scaled_dot_product_attention,
 )
 from anatomy.masks import causal_mask
-from lessons.attention import examples as toy
 from lessons.attention.steps import (
-    FOCUS_WINDOW,
     embedding_self_attention,
-    focus_window,
     output_contributions,
     score_anatomy,
     traced_head_steps,
 )
+from lessons.common import examples as toy
 from lessons.common.runs import run_encoder
 
 
@@ -88,20 +86,6 @@ def test_the_contributions_to_apples_output_are_half_of_apple_and_half_of_iphone
     assert torch.allclose(contributions[:2], torch.zeros(2, 2, dtype=torch.float64), atol=1e-30)
     assert torch.allclose(contributions.sum(0), steps.output[2])
     assert steps.output[2].tolist() == pytest.approx([6.5, 14.5])
-
-
-@pytest.mark.parametrize(
-    "length, start, expected",
-    [
-        (100, 0, range(FOCUS_WINDOW)),
-        (100, 30, range(30, 30 + FOCUS_WINDOW)),
-        (100, 90, range(100 - FOCUS_WINDOW, 100)),  # slides back to stay full
-        (100, -5, range(FOCUS_WINDOW)),
-        (10, 5, range(10)),  # a short text is shown whole
-    ],
-)
-def test_the_focus_window_stays_inside_the_text(length, start, expected):
-    assert focus_window(length, start) == expected
 
 
 def test_a_masked_trace_marks_every_forbidden_score_minus_infinity():

@@ -62,17 +62,6 @@ def test_next_token_heatmap_ticks_exactly_the_chosen_token_of_each_step():
     assert (trace.zmin, trace.zmax) == (0.0, 1.0)
 
 
-def test_candidates_figure_lists_the_tokens_in_rank_order_and_darkens_only_the_chosen_one():
-    figure = figures.candidates_figure(["b", "a", "<d>"], [0.9, 0.07, 0.01], "step 3")
-    (bars,) = figure.data
-    assert list(bars.y) == ["1. b", "2. a", "3. &lt;d&gt;"]
-    assert list(bars.x) == [0.9, 0.07, 0.01]
-    assert list(bars.marker.color) == [figures.CHOSEN_COLOUR, figures.OTHER_COLOUR, figures.OTHER_COLOUR]
-    assert list(bars.text) == ["0.9", "0.07", "0.01"]
-    unchosen = figures.candidates_figure(["x", "y"], [0.6, 0.4], chosen=None).data[0]
-    assert list(unchosen.marker.color) == [figures.OTHER_COLOUR] * 2
-
-
 def test_target_loss_figure_draws_each_model_on_a_log_axis_and_keeps_the_exact_losses():
     losses = {"sorter": [4.9e-3, 2.0e-5], "sorter-cheater": [8.0e-8, 0.0]}
     figure = figures.target_loss_figure(["7: = → a", "8: a → <eos>"], losses)

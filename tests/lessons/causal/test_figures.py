@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from anatomy.masks import causal_mask
-from lessons.attention import examples as toy
 from lessons.causal import figures as masking
 from lessons.causal import masking as mask_demo
-from lessons.common import plots
+from lessons.common import examples as toy
+from lessons.common import matrix_figures, plots
 
 WORDS = toy.APPLE_IPHONES_TOKENS
 
@@ -25,9 +25,9 @@ def traces(figure, name: str) -> list:
 
 
 def test_token_names_escape_html_and_keep_repeated_words_apart():
-    names = masking.token_names(["<b>", "a&b", "<b>"])
+    names = matrix_figures.token_names(["<b>", "a&b", "<b>"])
     assert names == ["0 &lt;b&gt;", "1 a&amp;b", "2 &lt;b&gt;"]
-    assert masking.token_names(["x", "y"], positions=[40, 41]) == ["40 x", "41 y"]
+    assert matrix_figures.token_names(["x", "y"], positions=[40, 41]) == ["40 x", "41 y"]
 
 
 def test_steps_figure_has_the_four_stages_of_the_recipe_in_order(worked_example_view):
@@ -94,7 +94,7 @@ def test_large_matrices_are_drawn_without_numbers_in_the_cells():
 
 def test_weights_figure_uses_the_fixed_zero_to_one_scale_and_the_given_positions():
     weights = np.array([[1.0, 0.0], [0.25, 0.75]])
-    figure = masking.weights_figure(weights, ["a", "b"], "t", positions=[100, 101])
+    figure = matrix_figures.weights_figure(weights, ["a", "b"], "t", positions=[100, 101])
     assert (figure.layout.coloraxis.cmin, figure.layout.coloraxis.cmax) == (0.0, 1.0)
     assert list(figure.data[0].y) == ["100 a", "101 b"]
     assert figure.data[0].z.tolist() == [[1.0, 0.0], [0.25, 0.75]]
@@ -102,8 +102,8 @@ def test_weights_figure_uses_the_fixed_zero_to_one_scale_and_the_given_positions
 
 def test_weights_figure_frames_the_marked_cell_only():
     weights = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
-    assert not masking.weights_figure(weights, ["a", "b", "c"]).layout.shapes
-    (frame,) = masking.weights_figure(weights, ["a", "b", "c"], marked=(2, 1)).layout.shapes
+    assert not matrix_figures.weights_figure(weights, ["a", "b", "c"]).layout.shapes
+    (frame,) = matrix_figures.weights_figure(weights, ["a", "b", "c"], marked=(2, 1)).layout.shapes
     assert (frame.xref, frame.yref) == ("x", "y")
     assert (frame.x0, frame.x1, frame.y0, frame.y1) == (0.5, 1.5, 1.5, 2.5)  # column 1 across, row 2 down
 
@@ -140,13 +140,13 @@ def test_overview_draws_every_cell_of_a_long_matrix_as_float32():
 
 
 def test_past_the_upright_limit_key_labels_read_upwards_and_the_margins_hold_them():
-    many = [f"token{i}" for i in range(masking.UPRIGHT_KEYS + 1)]
-    few = many[: masking.UPRIGHT_KEYS]
-    wide = masking.weights_figure(np.eye(len(many)), many, "Many keys")
-    narrow = masking.weights_figure(np.eye(len(few)), few, "Few keys")
+    many = [f"token{i}" for i in range(matrix_figures.UPRIGHT_KEYS + 1)]
+    few = many[: matrix_figures.UPRIGHT_KEYS]
+    wide = matrix_figures.weights_figure(np.eye(len(many)), many, "Many keys")
+    narrow = matrix_figures.weights_figure(np.eye(len(few)), few, "Few keys")
 
     assert wide.layout.xaxis.tickangle == -90
-    assert wide.layout.margin.l >= max(map(plots.label_width_px, masking.token_names(many)))
+    assert wide.layout.margin.l >= max(map(plots.label_width_px, matrix_figures.token_names(many)))
     # Few keys: plotly still chooses upright or turned by the width it draws at, and sizes the margins itself.
     assert narrow.layout.xaxis.tickangle is None and list(narrow.layout.xaxis.autotickangles) == [0, -90]
     assert narrow.layout.margin.l == plots.base_layout("Few keys")["margin"]["l"]
@@ -156,10 +156,10 @@ def test_panels_of_many_keys_stand_further_apart_for_their_turned_labels(worked_
     def gap(figure) -> float:
         return figure.layout.xaxis2.domain[0] - figure.layout.xaxis.domain[1]
 
-    size = masking.UPRIGHT_KEYS + 1
+    size = matrix_figures.UPRIGHT_KEYS + 1
     many = masking.steps_figure(np.ones((size, size)), np.zeros((size, size)), np.zeros((size, size)), ["w"] * size)
     few = masking.steps_figure(
         worked_example_view.mask, worked_example_view.scores, worked_example_view.masked_scores, WORDS
     )
-    assert gap(many) == pytest.approx(masking.PANEL_GAP_TURNED)
-    assert gap(few) == pytest.approx(masking.PANEL_GAP)
+    assert gap(many) == pytest.approx(matrix_figures.PANEL_GAP_TURNED)
+    assert gap(few) == pytest.approx(matrix_figures.PANEL_GAP)

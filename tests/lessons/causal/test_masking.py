@@ -9,8 +9,8 @@ import torch
 
 from anatomy.attention import apply_mask, attention_scores, attention_weights, masked_softmax
 from anatomy.masks import causal_mask
-from lessons.attention import examples as toy
 from lessons.causal import masking as mask_demo
+from lessons.common import examples as toy
 from lessons.common.runs import run_encoder
 
 TEXT = "time flies like an arrow"
@@ -164,18 +164,6 @@ def test_room_for_padding_is_what_is_left_of_the_position_embeddings():
 
 
 # --- Windows on long sequences ---------------------------------------------------------------------
-
-
-def test_focus_window_shows_48_tokens_and_stays_inside_the_sequence():
-    assert mask_demo.focus_window(200, 10) == range(10, 58)
-    assert mask_demo.focus_window(200, 190) == range(152, 200)  # moved back so it is still 48 long
-    assert mask_demo.focus_window(200, -5) == range(48)
-    assert mask_demo.focus_window(7, 3) == range(7)  # a short text is shown whole
-
-
-def test_crop_picks_rows_and_columns_and_keeps_minus_infinity():
-    matrix = torch.tensor([[0.0, float("-inf"), 2.0], [3.0, 4.0, float("-inf")], [6.0, 7.0, 8.0]])
-    assert mask_demo.crop(matrix, [0, 2], [1, 2]).tolist() == [[float("-inf"), 2.0], [7.0, 8.0]]
 
 
 def test_largest_difference_is_the_biggest_absolute_gap():

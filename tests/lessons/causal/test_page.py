@@ -18,9 +18,9 @@ from harness.apptest import (
     show_tab,
     table_with,
 )
-from lessons.attention import examples as toy
 from lessons.causal import links
 from lessons.causal import masking as mask_demo
+from lessons.common import examples as toy
 from lessons.common.runs import run_encoder
 
 PAGE = "lesson_pages/causal.py"

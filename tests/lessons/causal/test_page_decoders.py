@@ -23,6 +23,7 @@ from harness.apptest import (
 )
 from lessons.causal import decoding, links
 from lessons.causal.decoders_ui import MAX_WORD_CHARACTERS
+from lessons.common import decoder_attention
 from lessons.common.safe_text import escape_markdown
 from lessons.common.ui import loaders
 from tests.tiny_models import GPT2_POSITIONS, GPT2_TEXT, save_tiny_gpt2
@@ -450,7 +451,7 @@ def test_smollm2_named_in_the_sidebar_shows_its_tokens_heads_and_next_tokens_as_
     ids = chat.encode(text)
     assert frame(app, "stands for")["id"].tolist() == ids
     shown = numbers(chart(app, "cm_lm_head")["data"][0]["z"])
-    expected = reading.layer_attention(reading.decoder_of(chat), tuple(ids), 5)[2].numpy()
+    expected = decoder_attention.layer_attention(reading.decoder_of(chat), tuple(ids), 5)[2].numpy()
     assert np.abs(shown - expected).max() <= 1e-6 and (shown[np.triu_indices(len(ids), 1)] == 0.0).all()
     probabilities = reading.next_token_probabilities(reading.decoder_of(chat), tuple(ids))
     best = frame(app, "probability")

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from lessons.causal.figures import DESKTOP_CHART, NUMBERS_FROM_PX
+from lessons.common.matrix_figures import DESKTOP_CHART, NUMBERS_FROM_PX
 from lessons.decoder import families
 from lessons.decoder.figures import distribution_figure, family_masks_figure, heads_figure
 
@@ -61,7 +61,7 @@ def test_the_alignment_marks_outline_the_chosen_cell_of_every_row():
 def test_numbers_are_written_only_where_a_desktop_chart_has_room_for_them():
     small = heads_figure(rectangular_weights(), STEPS, SOURCE)
     assert heatmaps(small)[0].texttemplate == "%{z:.2f}"
-    assert small.layout.meta[NUMBERS_FROM_PX] <= DESKTOP_CHART  # narrower charts hide them (chart_ui)
+    assert small.layout.meta[NUMBERS_FROM_PX] <= DESKTOP_CHART  # narrower charts hide them (charts.show)
     letters = list("abcdefghijk")
     wide = heads_figure(torch.full((4, 11, 11), 1 / 11), letters, letters)  # 44 cells across
     assert all(trace.texttemplate is None for trace in heatmaps(wide))

@@ -11,6 +11,7 @@ from torch import nn
 
 from anatomy.config import PRESETS, parameter_count
 from anatomy.models import SequenceClassifier
+from lessons.common.block_parameters import block_parameters
 from lessons.common.runs import run_encoder, tokenize
 from lessons.encoder import analysis as stack_analysis
 
@@ -348,7 +349,7 @@ def test_the_zoo_computes_the_published_sizes():
 
 
 def test_one_block_holds_an_equal_share_of_every_part_counted_over_all_blocks():
-    assert stack_analysis.block_parameters(PRESETS["bert-base-uncased"]) == {
+    assert block_parameters(PRESETS["bert-base-uncased"]) == {
         "attention": 4 * (768 * 768 + 768),  # 2,362,368
         "feed-forward": 768 * 3072 + 3072 + 3072 * 768 + 768,  # 4,722,432
         "layer norms": 2 * 2 * 768,  # 3,072

@@ -13,6 +13,7 @@ from anatomy.generation import generate
 from harness.apptest import HOSTILE_TEXTS, answer_exercise, assert_clean, chart_keys, exercise_field, open_exercise
 from harness.apptest import payload as sent
 from harness.hostile import problems_after
+from lessons.common import decoder_attention
 from lessons.language_model import exercises, reading
 
 pytestmark = pytest.mark.slow  # every test runs SmolLM2 (seconds each)
@@ -28,7 +29,7 @@ def runs_on(chat, text: str) -> tuple[reading.ModelTokens, exercises.PageRuns]:
     model = reading.decoder_of(chat)
     return tokens, exercises.PageRuns(
         candidates=lambda: reading.top_candidates(reading.next_token_probabilities(model, tokens.ids), 20),
-        attention=lambda layer: reading.layer_attention(model, tokens.ids, layer),
+        attention=lambda layer: decoder_attention.layer_attention(model, tokens.ids, layer),
     )
 
 
@@ -39,7 +40,7 @@ def as_typed(option: str) -> str:
 
 def greedy_next_piece(chat, text: str) -> str:
     model, ids = reading.decoder_of(chat), chat.encode(text)
-    written = generate(model, reading.as_batch(ids, model), 1)[0, len(ids)]
+    written = generate(model, decoder_attention.as_batch(ids, model), 1)[0, len(ids)]
     return reading.piece_of(chat, int(written))
 
 
@@ -47,7 +48,7 @@ def traced_first_token_share(chat, text: str) -> float:
     """Layer 18, head 0 of a fully traced forward: the first token's weight, averaged over queries 1 … T − 1."""
     model, ids = reading.decoder_of(chat), chat.encode(text)
     with torch.no_grad():
-        trace = model(reading.as_batch(ids, model), trace=True).recorded_trace
+        trace = model(decoder_attention.as_batch(ids, model), trace=True).recorded_trace
     weights = trace.layers[exercises.SINK_LAYER].attention.weights[0, exercises.SINK_HEAD].double()  # (T, T)
     return float(weights[1:, 0].sum() / (len(ids) - 1))
 

@@ -18,6 +18,7 @@ from harness.apptest import (
     open_page,
     table_with,
 )
+from lessons.common import decoder_attention
 from lessons.language_model import links, reading, text, ui, writing
 
 pytestmark = pytest.mark.slow  # every test runs SmolLM2 through the page (seconds each)
@@ -73,7 +74,7 @@ def test_the_top_k_next_tokens_are_the_models_own_probabilities(chat):
 def test_greedy_writing_shows_what_generate_writes(chat):
     app = open_tab(WRITING, **{links.NEW_TOKENS: "8"})
     model, ids = reading.decoder_of(chat), chat.encode(PROMPT)
-    expected = generate(model, reading.as_batch(ids, model), 8)[0, len(ids) :].tolist()
+    expected = generate(model, decoder_attention.as_batch(ids, model), 8)[0, len(ids) :].tolist()
     steps = table_with(app, "token written")
     assert steps["id"].tolist() == expected
     assert shown_text(app)[0] == PROMPT + chat.tokenizer.decode(expected, skip_special_tokens=False)
@@ -97,7 +98,7 @@ def test_keeping_on_past_the_end_of_the_turn_writes_every_token_asked_for_and_sa
     app = open_tab(WRITING, **{links.NEW_TOKENS: "40", links.PAST_END_OF_TURN: "true"})
     steps = table_with(app, "token written")
     model, ids = reading.decoder_of(chat), chat.encode(PROMPT)
-    assert steps["id"].tolist() == generate(model, reading.as_batch(ids, model), 40)[0, len(ids) :].tolist()
+    assert steps["id"].tolist() == generate(model, decoder_attention.as_batch(ids, model), 40)[0, len(ids) :].tolist()
     assert steps.loc[steps["kind"] == "special", "token written"].tolist() == ["<|im_end|>", "<|im_start|>"]
     (said,) = [item.value for item in app.info]
     assert said.startswith("At step 29 SmolLM2 wrote `<|im_end|>`") and "A chat would have stopped there" in said
@@ -119,7 +120,7 @@ def test_sampled_writing_with_a_seed_is_the_same_on_every_visit_and_matches_gene
     model, ids = reading.decoder_of(chat), chat.encode(PROMPT)
     sampling = Sampling(temperature=1.2, top_k=40, top_p=0.9)
     expected = generate(
-        model, reading.as_batch(ids, model), 10, sampling=sampling, generator=torch.Generator().manual_seed(7)
+        model, decoder_attention.as_batch(ids, model), 10, sampling=sampling, generator=torch.Generator().manual_seed(7)
     )
     assert written == expected[0, len(ids) :].tolist()
     other_seed = open_tab(WRITING, **{**query, links.SEED: "8"})
@@ -130,7 +131,7 @@ def test_the_attention_map_is_the_models_trace_for_that_layer_and_head(chat):
     app = open_tab(ATTENTION, **{links.LAYER: "12", links.HEAD: "4"})
     model, ids = reading.decoder_of(chat), chat.encode(PROMPT)
     with torch.no_grad():
-        trace = model(reading.as_batch(ids, model), trace=True).recorded_trace
+        trace = model(decoder_attention.as_batch(ids, model), trace=True).recorded_trace
     expected = trace.layers[12].attention.weights[0, 4].double().numpy()
     (heatmap,) = chart(app, "lm_attention")["data"]
     shown = numbers(heatmap["z"])

@@ -7,6 +7,7 @@ import re
 import pytest
 import torch
 
+from lessons.common import decoder_attention
 from lessons.language_model import reading, text
 
 
@@ -45,8 +46,10 @@ def test_the_blocks_up_to_one_layer_give_the_fully_traced_models_attention_there
     model = reading.decoder_of(chat)
     ids = tuple(chat.encode("time flies like an arrow"))
     with torch.no_grad():
-        full = model(reading.as_batch(ids, model), trace=True).recorded_trace.layers[layer].attention.weights[0]
-    alone = reading.layer_attention(model, ids, layer)
+        full = (
+            model(decoder_attention.as_batch(ids, model), trace=True).recorded_trace.layers[layer].attention.weights[0]
+        )
+    alone = decoder_attention.layer_attention(model, ids, layer)
     assert alone.shape == (9, 5, 5)  # nine query heads, even though only three key heads are computed
     torch.testing.assert_close(alone, full.float().cpu(), atol=1e-6, rtol=0)
     assert torch.allclose(alone.sum(-1), torch.ones(9, 5), atol=1e-5)

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from anatomy.generation import Sampling, generate
+from lessons.common import decoder_attention
 from lessons.language_model import reading, writing
 
 pytestmark = pytest.mark.slow  # loads SmolLM2 and writes (seconds)
@@ -16,7 +17,7 @@ PROMPT = "The capital of France is"
 def generated(chat, new_tokens: int, **options) -> list[int]:
     ids = tuple(chat.encode(PROMPT))
     model = reading.decoder_of(chat)
-    return generate(model, reading.as_batch(ids, model), new_tokens, **options)[0, len(ids) :].tolist()
+    return generate(model, decoder_attention.as_batch(ids, model), new_tokens, **options)[0, len(ids) :].tolist()
 
 
 def test_greedy_steps_write_what_generate_writes_and_each_takes_the_most_probable_token(chat):

@@ -114,13 +114,6 @@ def test_average_pooling_shrinks_512_tokens_to_64_and_keeps_short_maps_as_they_a
     assert torch.equal(kept.values, short) and not kept.pooled
 
 
-def test_focus_window_centres_on_the_token_and_stays_inside_the_text():
-    assert head_stats.focus_window(100, 50, 48) == range(26, 74)
-    assert head_stats.focus_window(100, 3, 48) == range(48)
-    assert head_stats.focus_window(100, 98, 48) == range(52, 100)
-    assert head_stats.focus_window(10, 5, 48) == range(10)
-
-
 def test_statistic_ranges_match_what_each_statistic_can_reach():
     assert head_stats.statistic_range("entropy", 7) == (0.0, pytest.approx(math.log(7)))
     assert head_stats.statistic_range("distance", 7) == (0.0, 6.0)

@@ -1,0 +1,48 @@
+"""One layer's attention in a decoder-only model, as the lessons on decoders show it, and the limit on how long a
+text they read. A pure function of the model and the token ids (torch only): nothing is stored on the model, which
+every browser session shares.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from anatomy.attention import AttentionTrace
+from anatomy.blocks import rotation_of
+from anatomy.models import DecoderOnlyLM
+from anatomy.rotary import Rotation
+
+MAX_TOKENS = 512  # SmolLM2 reads 8,192 tokens, but a page on two CPU cores answers in seconds only up to here
+
+
+def as_batch(ids: tuple[int, ...] | list[int], model: DecoderOnlyLM) -> Tensor:
+    """(1, T) ids on the model's device."""
+    return torch.tensor([list(ids)], dtype=torch.long, device=model.embeddings.token.weight.device)
+
+
+@torch.no_grad()
+def layer_attention(model: DecoderOnlyLM, ids: tuple[int, ...], layer: int) -> Tensor:
+    """(H, T, T) the attention weights of every query head of one layer, float32 on the CPU.
+
+    A full trace of 30 layers at 512 tokens would hold hundreds of MB. A block reads only what the block
+    below it wrote, so the blocks below run untraced, the chosen one traced, and none above it (nor the LM
+    head, whose 512 × 49,152 scores alone take 100 MB): the same weights as a fully traced run, at a fraction
+    of its memory and time.
+    """
+    hidden, _ = model.embeddings(as_batch(ids, model))  # (1, T, D)
+    rotation = rotation_of(model.config, hidden)  # the same in every block, as in the model's own forward
+    for block in model.layers[:layer]:
+        hidden, _ = block(hidden, rotation=rotation)
+    attention = traced_attention(model.layers[layer], hidden, rotation)
+    return attention.weights[0].float().cpu()  # (H, T, T)
+
+
+def traced_attention(block: nn.Module, hidden: Tensor, rotation: Rotation | None) -> AttentionTrace:
+    """The self-attention trace of one block run on `hidden` (1, T, D). The rest of the block's trace (its
+    feed-forward's two T × 1,536 expansions, the sums) is let go on return, before the caller derives the
+    (H, T, T) weights from Q and K: 12 MB less at the Attention tab's peak at 512 tokens."""
+    _, trace = block(hidden, trace=True, rotation=rotation)
+    if trace is None:
+        raise TypeError(f"{type(block).__name__} returned no trace")
+    return trace.attention
