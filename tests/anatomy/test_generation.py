@@ -13,6 +13,7 @@ import torch
 from anatomy.checkpoints.pretrained import load_pretrained
 from anatomy.config import Seq2SeqConfig
 from anatomy.generation import Sampling, choosing, generate, generation_steps, seq2seq_generation_steps
+from anatomy.masks import padding_mask
 from anatomy.seq2seq import EncoderDecoder
 from anatomy.training.loop import initialize_weights
 from anatomy.training.tasks import ReversalTask
@@ -138,7 +139,7 @@ def test_seq2seq_steps_read_the_encoder_output_and_write_what_generate_greedy_wr
         written(start_ids, steps), reverser.generate_greedy(source_ids, TASK.tokenizer.bos_id, 5, source_mask)
     )
     for step in steps:
-        full = reverser(source_ids, step.sequence, source_mask=source_mask, trace=True)
+        full = reverser.decoder(step.sequence, memory, padding_mask(source_mask), trace=True)  # the same memory
         assert torch.equal(step.logits, full.logits[:, -1])
         cross = step.recorded_trace.layers[0].cross_attention
         assert cross is not None and cross.weights.shape == (3, 4, step.sequence.size(1), source_ids.size(1))
