@@ -13,6 +13,7 @@ from anatomy.blocks import DecoderLayer, EncoderLayer, rotation_of
 from anatomy.cache import KVCache
 from anatomy.config import DecoderConfig, EncoderConfig
 from anatomy.embeddings import Embeddings
+from anatomy.generation import generate
 from anatomy.masks import padding_mask
 from anatomy.norms import make_norm
 from anatomy.trace import ModelTrace
@@ -184,11 +185,7 @@ class DecoderOnlyLM(nn.Module):
         logits = F.linear(scored, head)  # (B, T, V): every position's vector against every token's row
         return StackOutput(stack.last_hidden_state, stack.hidden_states, stack.trace, logits)
 
-    @torch.no_grad()
     def generate_greedy(self, input_ids: Tensor, max_new_tokens: int) -> Tensor:
-        """Append the most probable next token, one at a time: (B, T) -> (B, T + max_new_tokens)."""
-        for _ in range(max_new_tokens):
-            window = input_ids[:, -self.config.max_positions :]
-            next_token = self(window).logits[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1)
-            input_ids = torch.cat([input_ids, next_token], dim=1)
-        return input_ids
+        """Append the most probable next token, one at a time, rereading the whole sequence (at most
+        `max_positions` tokens) at each step: (B, T) -> (B, T + max_new_tokens)."""
+        return generate(self, input_ids, max_new_tokens, use_cache=False)

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from anatomy.blocks import DecoderLayer
 from anatomy.config import DecoderConfig, Seq2SeqConfig
 from anatomy.embeddings import Embeddings
+from anatomy.generation import seq2seq_generation_steps
 from anatomy.masks import padding_mask
 from anatomy.models import Encoder, StackOutput, _run_stack
 
@@ -103,10 +104,6 @@ class EncoderDecoder(nn.Module):
         """Encode once, then append the most probable target token max_new_tokens times:
         (B, S) source -> (B, 1 + max_new_tokens) target, starting with `start_id`."""
         memory = self.encode(source_ids, source_mask).last_hidden_state  # (B, S, D)
-        memory_mask = None if source_mask is None else padding_mask(source_mask)
-        target = torch.full((source_ids.size(0), 1), start_id, dtype=torch.long, device=source_ids.device)
-        for _ in range(max_new_tokens):
-            logits = self.decoder(target, memory, memory_mask).logits  # (B, t, V)
-            next_token = logits[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1)
-            target = torch.cat([target, next_token], dim=1)
-        return target
+        start = torch.full((source_ids.size(0), 1), start_id, dtype=torch.long, device=source_ids.device)
+        steps = seq2seq_generation_steps(self, memory, start, max_new_tokens, source_mask=source_mask)
+        return torch.cat([start, *(step.chosen_ids for step in steps)], dim=1)

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from anatomy.devices import float64_on_the_cpu
+from anatomy.generation import Step, generation_steps
 from anatomy.models import DecoderOnlyLM
 from anatomy.training.tasks import SortingTask, answer_text
 from lessons.common.decoder_attention import layer_attention
@@ -111,16 +112,18 @@ def generate_greedily(
             f"{len(prompt_ids)} prompt tokens + {max_new_tokens} new ones do not fit "
             f"{model.config.max_positions} positions"
         )
-    read, steps = tuple(prompt_ids), []
-    for _ in range(max_new_tokens):
-        log_probabilities, attention = _traced_forward(model, read)
-        probabilities = log_probabilities[-1].exp()  # (V,)
-        chosen = int(probabilities.argmax())
-        steps.append(DecodingStep(read, probabilities, chosen, attention))
-        if chosen == stop_id:
-            break
-        read = read + (chosen,)
-    return Generation(tuple(prompt_ids), tuple(steps))
+    device = next(model.parameters()).device
+    prompt = torch.tensor([list(prompt_ids)], device=device)
+    stop_token_ids = () if stop_id is None else (stop_id,)
+    steps = generation_steps(model, prompt, max_new_tokens, trace=True, stop_token_ids=stop_token_ids)
+    return Generation(tuple(prompt_ids), tuple(_decoding_step(step) for step in steps))
+
+
+def _decoding_step(step: Step) -> DecodingStep:
+    """What the page shows of one step: its distribution in float64 and every attention weight, on the CPU."""
+    probabilities = float64_on_the_cpu(step.logits[0]).log_softmax(dim=-1).exp()  # (V,)
+    attention = step.recorded_trace.attention_weights[:, 0]  # (L, H, T, T)
+    return DecodingStep(tuple(step.sequence[0].tolist()), probabilities, int(step.chosen_ids), attention.cpu())
 
 
 def largest_change_of_earlier_rows(generation: Generation) -> float:

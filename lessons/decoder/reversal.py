@@ -9,8 +9,9 @@ An encoder-decoder runs three different attentions, and the reversal task makes 
   output. Row t says which source letters output step t reads; to reverse a word it should read position
   S − 1 − t.
 
-`reverse_word` generates exactly as `EncoderDecoder.generate_greedy` does (encode once, then run the decoder on
-the target so far and append its most probable token), but it keeps every step's probabilities and weights.
+`reverse_word` generates as `EncoderDecoder.generate_greedy` does, through the same loop
+(`anatomy.generation.seq2seq_generation_steps`: encode once, then run the decoder on the target so far and
+append its most probable token), but it keeps every step's probabilities and weights.
 Everything returned is a frozen dataclass of CPU tensors: the shared model is only read.
 """
 
@@ -21,8 +22,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from anatomy.generation import Step, seq2seq_generation_steps
 from anatomy.seq2seq import EncoderDecoder
-from anatomy.training.tasks import LetterTask, ReversalTask, answer_text
+from anatomy.trace import ModelTrace
+from anatomy.training.tasks import CharacterTokenizer, LetterTask, ReversalTask, answer_text
 
 
 @dataclass(frozen=True)
@@ -170,43 +173,53 @@ def reverse_word(model: EncoderDecoder, task: ReversalTask, word: str, layer: in
     source_ids = torch.tensor([task.source(word)], device=device)  # (1, S)
     encoded = model.encode(source_ids, trace=True)
     memory = encoded.last_hidden_state  # (1, S, D)
-    target_ids = torch.tensor([[tokenizer.bos_id]], device=device)  # (1, 1)
-    steps, decoded = [], None
-    for index in range(task.max_length + 1):
-        decoded = model.decoder(target_ids, memory, trace=True)
-        probabilities = decoded.logits[0, -1].softmax(dim=-1)  # (V,)
-        top = probabilities.topk(2)
-        row = decoded.recorded_trace.layers[layer].cross_attention.weights[0, :, -1].cpu()  # (H, S)
-        steps.append(
-            GenerationStep(
-                index=index,
-                inputs=tuple(tokenizer.decode(target_ids[0].tolist())),
-                token=tokenizer.tokens[int(top.indices[0])],
-                token_id=int(top.indices[0]),
-                probability=float(top.values[0]),
-                probabilities=probabilities.cpu(),
-                runner_up=tokenizer.tokens[int(top.indices[1])],
-                runner_up_probability=float(top.values[1]),
-                cross_attention=row,
-                most_read=tuple(int(position) for position in row.argmax(dim=-1)),
-            )
+    start_ids = torch.tensor([[tokenizer.bos_id]], device=device)  # (1, 1)
+    generation = list(  # every step's decoder trace kept: a small model, a short word
+        seq2seq_generation_steps(
+            model, memory, start_ids, task.max_length + 1, trace=True, stop_token_ids={tokenizer.eos_id}
         )
-        if int(top.indices[0]) == tokenizer.eos_id:
-            break
-        target_ids = torch.cat([target_ids, top.indices[:1].view(1, 1)], dim=1)  # (1, t + 2)
-    assert decoded is not None  # the loop above runs max_length + 1 >= 2 times
+    )
+    steps = tuple(_generation_step(step, index, tokenizer, layer) for index, step in enumerate(generation))
     # The last step's decoder pass saw every input position, and with the causal mask row t of its
     # attention is exactly what step t computed: it holds the whole T × T and T × S picture.
-    last = decoded.recorded_trace.layers[layer]
+    last_trace = generation[-1].recorded_trace
     encoder_attention = encoded.recorded_trace.layers[layer].attention
     return ReversalLesson(
         word=word,
         source_tokens=tuple(word),
         target_tokens=steps[-1].inputs,
-        steps=tuple(steps),
+        steps=steps,
         encoder_attention=encoder_attention.weights[0].cpu(),
         encoder_mask=encoder_attention.mask,
-        decoder_attention=last.attention.weights[0].cpu(),
-        cross_attention=last.cross_attention.weights[0].cpu(),
+        decoder_attention=last_trace.layers[layer].attention.weights[0].cpu(),
+        cross_attention=_cross_attention_weights(last_trace, layer)[0].cpu(),
         expected=task.answer(word),
     )
+
+
+def _generation_step(step: Step, index: int, tokenizer: CharacterTokenizer, layer: int) -> GenerationStep:
+    """What the page shows of one step: the decoder's inputs, the token written and the runner-up, and the
+    row of cross-attention (in block `layer`) that the newest position computed."""
+    probabilities = step.logits[0].softmax(dim=-1)  # (V,)
+    token_id, runner_up = int(step.chosen_ids), int(probabilities.topk(2).indices[1])
+    row = _cross_attention_weights(step.recorded_trace, layer)[0, :, -1].cpu()  # (H, S)
+    return GenerationStep(
+        index=index,
+        inputs=tuple(tokenizer.decode(step.sequence[0].tolist())),
+        token=tokenizer.tokens[token_id],
+        token_id=token_id,
+        probability=float(probabilities[token_id]),
+        probabilities=probabilities.cpu(),
+        runner_up=tokenizer.tokens[runner_up],
+        runner_up_probability=float(probabilities[runner_up]),
+        cross_attention=row,
+        most_read=tuple(int(position) for position in row.argmax(dim=-1)),
+    )
+
+
+def _cross_attention_weights(decoder_trace: ModelTrace, layer: int) -> Tensor:
+    """(1, H, T, S) the cross-attention weights of block `layer` of an encoder-decoder's decoder."""
+    cross_attention = decoder_trace.layers[layer].cross_attention
+    if cross_attention is None:
+        raise ValueError("only the decoder of an encoder-decoder model has cross-attention")
+    return cross_attention.weights

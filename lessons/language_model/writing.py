@@ -1,8 +1,8 @@
 """Writing one token at a time, every step kept: the token taken, its probability, the ones passed over.
 
-The choice itself is `anatomy.generation.next_tokens`, called in the same order with the same generator as
-`anatomy.generation.generate`, so the tokens are the ones `generate` writes (a test holds them equal). What
-this adds is the record of each step, for the page to show: `generate` keeps only the tokens.
+The writing itself is `anatomy.generation.generation_steps`, the loop `anatomy.generation.generate` runs too,
+with the same choice and the same generator, so the tokens are the ones `generate` writes (a test holds them
+equal). What this adds is the record of each step, for the page to show: `generate` keeps only the tokens.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from anatomy.generation import Sampling, filtered_scores, next_tokens
+from anatomy.generation import Sampling, choosing, filtered_scores, generation_steps
 from anatomy.models import DecoderOnlyLM
 from lessons.common.decoder_attention import as_batch
 
@@ -32,7 +32,6 @@ class Step:
     kept: int  # how many tokens had a chance at all (the vocabulary, or what top-k and top-p left)
 
 
-@torch.no_grad()
 def write(
     model: DecoderOnlyLM,
     prompt_ids: tuple[int, ...],
@@ -47,16 +46,15 @@ def write(
     values of every earlier token from the cache. Stops after writing a token of `stop_token_ids`."""
     prompt = as_batch(prompt_ids, model)
     generator = None if sampling is None else torch.Generator(device=prompt.device).manual_seed(seed)
-    cache = model.new_cache()
-    step_input, steps = prompt, []
-    for _ in range(max_new_tokens):
-        logits = model(step_input, cache=cache, last_logits_only=True, keep_hidden_states=False).logits[:, -1]
-        chosen = next_tokens(logits, sampling, generator)  # (1, 1)
-        steps.append(_record(logits.float()[0], int(chosen), sampling))
-        if int(chosen) in stop_token_ids:
-            break
-        step_input = chosen
-    return tuple(steps)
+    steps = generation_steps(
+        model,
+        prompt,
+        max_new_tokens,
+        choose=choosing(sampling, generator),
+        cache=model.new_cache(),
+        stop_token_ids=stop_token_ids,
+    )
+    return tuple(_record(step.logits.float()[0], int(step.chosen_ids), sampling) for step in steps)
 
 
 def _record(logits: torch.Tensor, token_id: int, sampling: Sampling | None) -> Step:

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from anatomy.checkpoints.pretrained import load_pretrained
+from anatomy.generation import generation_steps
 from anatomy.training.loop import teacher_forced_loss
 from anatomy.training.recipes import HELD_OUT_SEED, RECIPES
 from lessons.causal import decoding
@@ -61,6 +62,17 @@ def test_step_by_step_generation_writes_exactly_what_generate_greedy_writes(sort
         generation = decoding.generate_greedily(model, sorter.task.prompt(word), len(word) + 1)
         prompt = torch.tensor([sorter.task.prompt(word)])
         assert list(generation.sequence_ids) == model.generate_greedy(prompt, len(word) + 1)[0].tolist()
+
+
+def test_step_by_step_generation_records_the_steps_of_the_one_generation_loop(sorter):
+    eos, prompt = sorter.task.tokenizer.eos_id, sorter.task.prompt("banana")
+    generation = decoding.generate_greedily(sorter.model, prompt, 9, stop_id=eos)
+    steps = list(generation_steps(sorter.model, torch.tensor([prompt]), 9, trace=True, stop_token_ids={eos}))
+    assert len(generation.steps) == len(steps) == 7  # a a a b n n <eos>
+    for recorded, step in zip(generation.steps, steps, strict=True):
+        assert recorded.read_ids == tuple(step.sequence[0].tolist()) and recorded.chosen_id == int(step.chosen_ids)
+        assert torch.equal(recorded.probabilities, step.logits[0].double().log_softmax(dim=-1).exp())
+        assert torch.equal(recorded.attention, step.recorded_trace.attention_weights[:, 0])
 
 
 def test_each_steps_probabilities_are_the_softmax_of_that_steps_last_logits(sorter, banana):

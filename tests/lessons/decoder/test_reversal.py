@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from anatomy.checkpoints.pretrained import load_pretrained
+from anatomy.generation import seq2seq_generation_steps
 from anatomy.training.recipes import HELD_OUT_SEED, RECIPES
 from anatomy.training.tasks import BOS, EOS
 from lessons.decoder.reversal import check_word, describe_characters, reverse_word
@@ -159,3 +160,18 @@ def test_anything_but_a_word_of_3_to_8_letters_gets_a_reason(reverser, entry, re
 def test_a_long_list_of_unknown_characters_is_cut_short():
     assert describe_characters("0123456789") == "“0”, “1”, “2”, “3”, “4”, “5”, 4 other characters"
     assert describe_characters(" \t") == "a space, a tab"
+
+
+def test_the_lesson_records_the_steps_of_the_one_generation_loop(reverser, lesson):
+    model, tokenizer = reverser.model, reverser.task.tokenizer
+    memory = model.encode(torch.tensor([reverser.task.source(WORD)]), trace=True).last_hidden_state  # as the lesson
+    start_ids = torch.tensor([[tokenizer.bos_id]])
+    steps = list(seq2seq_generation_steps(model, memory, start_ids, 9, trace=True, stop_token_ids={tokenizer.eos_id}))
+    assert [recorded.token_id for recorded in lesson.steps] == [int(step.chosen_ids) for step in steps]
+    for recorded, step in zip(lesson.steps, steps, strict=True):
+        assert recorded.inputs == tuple(tokenizer.decode(step.sequence[0].tolist()))
+        assert torch.equal(recorded.probabilities, step.logits[0].softmax(dim=-1))
+        cross_attention = step.recorded_trace.layers[-1].cross_attention
+        assert cross_attention is not None and torch.equal(recorded.cross_attention, cross_attention.weights[0, :, -1])
+    last_cross_attention = steps[-1].recorded_trace.layers[-1].cross_attention
+    assert last_cross_attention is not None and torch.equal(lesson.cross_attention, last_cross_attention.weights[0])

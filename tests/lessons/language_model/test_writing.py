@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from anatomy.generation import Sampling, generate
+from anatomy.config import DecoderConfig
+from anatomy.generation import Sampling, choosing, filtered_scores, generate, generation_steps
+from anatomy.models import DecoderOnlyLM
+from anatomy.training.loop import initialize_weights
 from lessons.common import decoder_attention
 from lessons.language_model import reading, writing
 
@@ -58,3 +61,19 @@ def test_the_end_of_the_turn_is_the_first_step_that_wrote_a_stop_token(chat):
     assert writing.end_of_turn(steps, chat.stop_token_ids) == 29
     assert writing.end_of_turn(steps, {1, 2}) == 29 and writing.end_of_turn(steps, {1}) == 31
     assert writing.end_of_turn(steps[:29], chat.stop_token_ids) is None
+
+
+def test_writing_records_the_steps_of_the_one_generation_loop_with_its_seeded_sampler():
+    config = DecoderConfig(vocab_size=50, max_positions=32, width=32, num_layers=2, num_heads=4, ff_width=64)
+    model = initialize_weights(DecoderOnlyLM(config), seed=0, std=0.5).eval()
+    sampling, prompt_ids = Sampling(temperature=0.8, top_k=20), (3, 14, 15, 9, 2)
+    recorded = writing.write(model, prompt_ids, 16, sampling, seed=3, stop_token_ids={5})
+    choose = choosing(sampling, torch.Generator().manual_seed(3))
+    steps = generation_steps(
+        model, torch.tensor([prompt_ids]), 16, choose=choose, cache=model.new_cache(), stop_token_ids={5}
+    )
+    for record, step in zip(recorded, steps, strict=True):
+        assert record.token_id == int(step.chosen_ids)
+        drawn_from = filtered_scores(step.logits, sampling).softmax(dim=-1)[0]
+        assert record.probability == float(drawn_from[record.token_id])
+        assert record.model_probability == float(step.logits[0].softmax(dim=-1)[record.token_id])
