@@ -7,6 +7,7 @@ decoder trained here as it sorts a word one token at a time, beside its twin tra
 import streamlit as st
 
 from anatomy.attention import apply_mask, attention_scores, attention_weights, masked_softmax
+from anatomy.generation import generation_steps
 from anatomy.masks import causal_mask, combine_masks, padding_mask
 from lessons.causal import decoders_ui, decoding, exercises, links, masking, text, ui
 from lessons.common.ui import check_yourself, frame, sidebar, widgets
@@ -36,6 +37,7 @@ widgets.show_source(
     attention_weights,
     masking.run_padded,
     decoding.generate_greedily,
+    generation_steps,
     decoding.teacher_force,
 )
 frame.previous_and_next("causal")

@@ -8,6 +8,7 @@ import streamlit as st
 
 from anatomy.blocks import DecoderLayer
 from anatomy.config import parameter_breakdown
+from anatomy.generation import seq2seq_generation_steps
 from anatomy.seq2seq import EncoderDecoder
 from lessons.common.ui import check_yourself, frame, sidebar, widgets
 from lessons.decoder import exercises, families, links, text, ui
@@ -23,6 +24,11 @@ if not check_yourself.offer(exercises.OFFERS, view.lesson if view else None):
     widgets.show_open_tab(ui.SECTIONS, links.TAB, view)
 
 widgets.show_source(
-    reverse_word, EncoderDecoder.generate_greedy, DecoderLayer, families.family_masks, parameter_breakdown
+    reverse_word,
+    seq2seq_generation_steps,
+    EncoderDecoder.generate_greedy,
+    DecoderLayer,
+    families.family_masks,
+    parameter_breakdown,
 )
 frame.previous_and_next("decoder")

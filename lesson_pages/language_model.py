@@ -6,7 +6,7 @@ import streamlit as st
 from anatomy.blocks import DecoderLayer
 from anatomy.cache import LayerCache
 from anatomy.feedforward import FeedForward
-from anatomy.generation import filtered_scores, next_tokens
+from anatomy.generation import filtered_scores, generation_steps, next_tokens
 from anatomy.norms import RMSNorm
 from anatomy.rotary import Rotation
 from lessons.common import decoder_attention
@@ -32,6 +32,7 @@ widgets.show_source(
     next_tokens,
     filtered_scores,
     writing.write,
+    generation_steps,
     decoder_attention.layer_attention,
 )
 frame.previous_and_next("language_model")
