@@ -5,11 +5,12 @@ what counts as an error), or, with --hall, a class through the lecture hall's ng
     python benchmarks/load_test.py --client browser --sessions 8 --duration 60 --json results.json
     python benchmarks/load_test.py --hall --sessions 40 200 --duration 90 --kill-one-at 45 --json hall.json
     python benchmarks/load_test.py --hall --sessions 40 --duration 60 --pauses 0 0    # what the servers can give
+    python benchmarks/load_test.py --hall --replicas 8 --threads 2 --sessions 80 --pauses 0 0   # 16 cores
 
---hall starts two halls (harness/hall.py) side by side, one of one replica and one of two, and for each class
-size runs, one after the other: the one replica directly (no proxy: the reference), the same replica through
-its nginx, and the two replicas through theirs. --kill-one-at adds one more class of the first size on the two
-replicas, in which replica-0 is killed by its PID that many seconds in.
+--hall starts two halls (harness/hall.py) side by side, one of one replica and one of --replicas (default two),
+and for each class size runs, one after the other: the one replica directly (no proxy: the reference), the same
+replica through its nginx, and the several replicas through theirs. --kill-one-at adds one more class of the
+first size on the several replicas, in which replica-0 is killed by its PID that many seconds in.
 """
 
 from __future__ import annotations
@@ -111,8 +112,13 @@ def run_hall_comparison(
     kill_one_at: float | None,
     folder: Path,
     pauses: tuple[float, float] = PAUSES,
+    replicas: int = 2,
+    threads: int | None = None,
 ):
     environment = {FINGERPRINT_VARIABLE: "1", LANGUAGE_MODEL_VARIABLE: "1" if writers else "0"}
+    if threads:  # torch's threads in each replica (one per core by default: eight replicas would fight)
+        environment["OMP_NUM_THREADS"] = str(threads)
+    several = f"{replicas} replicas via nginx"
     settings: dict[str, Any] = {
         "duration": duration,
         "writers": writers,
@@ -122,22 +128,22 @@ def run_hall_comparison(
     }
     with (
         Hall(folder / "one", 1, environment=environment) as one,
-        Hall(folder / "two", 2, environment=environment) as two,
+        Hall(folder / "several", replicas, environment=environment) as many,
     ):
         if writers:  # SmolLM2 is loaded by the first visit of lesson 9: before the class, as the other lessons
-            replicas = [*one.replicas, *two.replicas]
-            asyncio.run(warm_writing([replica.url for replica in replicas]))
+            servers = [*one.replicas, *many.replicas]
+            asyncio.run(warm_writing([replica.url for replica in servers]))
         for size in sizes:
             for hall, configuration, through_nginx in (
                 (one, "1 replica, direct", False),
                 (one, "1 replica via nginx", True),
-                (two, "2 replicas via nginx", True),
+                (many, several, True),
             ):
                 print(f"{configuration}, {size} students ...", file=sys.stderr, flush=True)
                 measure(hall, configuration, through_nginx, size, settings)
         if kill_one_at is not None:
-            print(f"2 replicas via nginx, {sizes[0]} students, replica-0 killed ...", file=sys.stderr, flush=True)
-            measure(two, "2 replicas via nginx, replica-0 killed", True, sizes[0], settings, kill_at=kill_one_at)
+            print(f"{several}, {sizes[0]} students, replica-0 killed ...", file=sys.stderr, flush=True)
+            measure(many, f"{several}, replica-0 killed", True, sizes[0], settings, kill_at=kill_one_at)
     runs = settings["runs"]
     return {"reference_weights_sha256": settings["reference"][:16], "runs": runs, "capacity": capacity(runs, sizes)}
 
@@ -183,6 +189,8 @@ def main() -> int:
     parser.add_argument("--trainers", type=int, help="websocket students who train (default: every fifth)")
     parser.add_argument("--hall", action="store_true", help="classes through the lecture hall's nginx")
     parser.add_argument("--writers", type=float, default=0.2, help="--hall: share of students who write with SmolLM2")
+    parser.add_argument("--replicas", type=int, default=2, help="--hall: replicas in the second hall (default 2)")
+    parser.add_argument("--threads", type=int, help="--hall: torch threads per replica (default: one per core)")
     parser.add_argument("--kill-one-at", type=float, help="--hall: one more class, replica-0 killed at this second")
     parser.add_argument(
         "--pauses",
@@ -205,6 +213,8 @@ def main() -> int:
             arguments.kill_one_at,
             folder,
             tuple(arguments.pauses),
+            arguments.replicas,
+            arguments.threads,
         )
         print(json.dumps(figures, indent=2))
         if arguments.json:
