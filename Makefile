@@ -20,9 +20,13 @@ setup: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/streamlit run app.py
 
-# Everything, the real-browser tests included (CI runs this).
+# Everything, the real-browser tests included (CI runs this). Most tests wait on a browser or a server, so two
+# workers (pytest-xdist) share the two cores; then, alone, the few that time a class under load or kill a
+# replica mid-class (marked solo), which a neighbour would disturb. Both parts run; either failing fails.
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 -m "not solo"; parallel=$$?; \
+	$(PY) -m pytest -m solo; alone=$$?; \
+	test $$parallel -eq 0 -a $$alone -eq 0
 
 # The loop while working: no browser, nothing slow (under two minutes on a 2-core machine).
 test-fast: $(STAMP)

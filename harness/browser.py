@@ -15,8 +15,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from playwright.sync_api import Page, ViewportSize
 
+from harness.server import ARTIFACTS
+
 ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = ROOT / "test-artifacts"  # screenshots and server logs of the browser tests (ignored by git)
 SCREENSHOTS = ARTIFACTS / "screenshots"
 VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
 PAINT_TIMEOUT_MS = 120_000  # a cold model load plus a 512-token run on two shared cores, with room to spare

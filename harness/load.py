@@ -65,7 +65,7 @@ from harness.room import (
     view_problems,
     word_problems,
 )
-from harness.server import StreamlitServer
+from harness.server import ARTIFACTS, StreamlitServer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -360,7 +360,7 @@ def run_load_test(
 ) -> dict:
     """Run the load and return its figures (see `summarise`). Trainers (websocket students only): every
     fifth student unless `trainers` says how many."""
-    log_path = log_path or ROOT / "test-artifacts" / "load_test_server.log"
+    log_path = log_path or ARTIFACTS / "load_test_server.log"
     trainers = (sessions // 5 if trainers is None else trainers) if client == "websocket" else 0
     budget = {"ANATOMY_TRAINING_BUDGET_SECONDS": str(TRAINING_BUDGET_SECONDS)}
     with Server(log_path, budget) as server:

@@ -20,6 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# Screenshots and server logs of tests and benchmarks (ignored by git). Each pytest-xdist worker gets a folder of
+# its own: the two workers' session servers would otherwise write one log, and read each other's tracebacks.
+ARTIFACTS = ROOT / "test-artifacts" / os.environ.get("PYTEST_XDIST_WORKER", "")
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package: `apt-get install -y chromium`
 CHROMIUM_ARGS = [
     "--headless",

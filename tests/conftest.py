@@ -12,6 +12,13 @@ from harness.postgres import PostgresServer, postgres_binaries
 from tests.postgresql import MISSING
 
 
+def pytest_collection_modifyitems(items):
+    """Tests that run for minutes (marked long) first: `make test` runs on two workers, and a long test handed
+    out last would run alone at the end while the other worker sat idle. The sort is stable, so everything
+    else keeps its order (and its module's fixtures)."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 @pytest.fixture(scope="session")
 def embedded():
     """The embedded checkpoint (no reference given) as an anatomy `PretrainedModel`, pinned to the CPU

@@ -120,6 +120,7 @@ def assert_a_clean_room(figures: dict) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.solo
 def test_four_websocket_students_one_training_for_twenty_seconds_see_only_their_own_results(tmp_path):
     figures = run_room(sessions=4, duration=20, client="websocket", trainers=1, log_path=tmp_path / "server.log")
     assert_a_clean_room(figures)
@@ -129,6 +130,7 @@ def test_four_websocket_students_one_training_for_twenty_seconds_see_only_their_
 
 
 @pytest.mark.browser
+@pytest.mark.solo
 @pytest.mark.skipif(
     not CHROMIUM.exists() and not os.environ.get("CI"),
     reason="needs Debian's Chromium at /usr/bin/chromium (in CI a missing browser fails instead)",

@@ -28,6 +28,7 @@ def tokens_of():
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_a_random_walk_through_every_page_finds_no_crash_no_stale_picker_and_no_link_to_another_view(
     page, new_context, tokens_of
 ):

@@ -17,7 +17,7 @@ from harness.load import run_coroutine
 from lessons.common.class_store import ClassStore
 from lessons.common.classroom import Question
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.solo]
 STUDENTS, WITHIN_SECONDS = 20, 8
 
 

@@ -40,7 +40,7 @@ SMOKE_SECONDS = 20
 CLASS_SECONDS = 15
 YEAR = 31_536_000
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.solo]
 # The hall's own processes; PostgreSQL's postmaster among them where it is installed (CI requires it).
 WITH_POSTGRESQL = postgres_binaries() is not None or postgresql_required()
 HALL_PROCESSES = {"replica-0", "replica-1", "nginx"} | ({"postgresql"} if WITH_POSTGRESQL else set())
