@@ -10,11 +10,13 @@ from dataclasses import dataclass
 from torch import Tensor
 
 from lessons.common.exercises import Exercise, Offer
+from lessons.common.llm import readable
+from lessons.common.llm.readable import ModelTokens
 from lessons.common.llm.smollm2 import ChatModel
 from lessons.common.safe_text import code_span, visible
 from lessons.common.windows import crop, focus_window
 from lessons.language_model import figures, reading
-from lessons.language_model.reading import Candidates, ModelTokens
+from lessons.language_model.reading import Candidates
 
 NEXT_TOKEN_OPTIONS = 5  # the model's five best guesses: enough to make the learner think, few enough to read
 ENDING_TOKENS = 8  # the question quotes the text's last tokens, the ones the guess follows
@@ -34,7 +36,7 @@ def _ending(chat: ChatModel, tokens: ModelTokens) -> str:
     """The last tokens the model reads, as text, escaped for the question ("…" when there are more before)."""
     ending = chat.tokenizer.decode(list(tokens.ids[-ENDING_TOKENS:]), skip_special_tokens=False)
     # Newlines and tabs as the token table shows them (written as U+000A, they would read as code).
-    ending = ending.replace("\n", reading.SHOWN_NEWLINE).replace("\t", reading.SHOWN_TAB)
+    ending = ending.replace("\n", readable.SHOWN_NEWLINE).replace("\t", readable.SHOWN_TAB)
     return ("…" if len(tokens) > ENDING_TOKENS else "") + visible(ending)
 
 
@@ -43,13 +45,13 @@ def _best_distinct(chat: ChatModel, found: Candidates) -> list[tuple[str, float]
     same once their bytes are shown as text)."""
     best: dict[str, float] = {}
     for token_id, probability in zip(found.ids, found.probabilities):
-        best.setdefault(reading.piece_of(chat, token_id), probability)
+        best.setdefault(readable.piece_of(chat, token_id), probability)
     return list(best.items())[:NEXT_TOKEN_OPTIONS]
 
 
 def _alphabetical(piece: str) -> tuple[str, str]:
     """Options in a neutral order: alphabetical, ignoring case and the space mark `·`."""
-    return piece.lstrip(reading.SHOWN_SPACE).casefold(), piece
+    return piece.lstrip(readable.SHOWN_SPACE).casefold(), piece
 
 
 def next_token(chat: ChatModel, tokens: ModelTokens | None, runs: PageRuns) -> Exercise | None:

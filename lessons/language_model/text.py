@@ -9,7 +9,7 @@ Degeneration" (2019, top-p); Allal et al., "SmolLM2" (2025).
 from __future__ import annotations
 
 from lessons.common.decoder_attention import MAX_TOKENS
-from lessons.language_model.reading import SHOWN_SPACE, readable_piece
+from lessons.common.llm.readable import SHOWN_SPACE, readable_piece
 from lessons.language_model.writing import MAX_NEW_TOKENS
 
 INTRO = """

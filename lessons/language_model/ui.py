@@ -13,11 +13,12 @@ import streamlit as st
 
 from anatomy.generation import Sampling
 from lessons.common import decoder_attention, hosting
+from lessons.common.llm import readable
+from lessons.common.llm.readable import ModelTokens
 from lessons.common.llm.smollm2 import ChatModel
 from lessons.common.ui import charts, linked, loaders, widgets
 from lessons.common.windows import FOCUS_WINDOW, crop, focus_window
 from lessons.language_model import exercises, figures, links, reading, text, writing
-from lessons.language_model.reading import ModelTokens
 
 CACHED_TEXTS = 16  # token lists are small: a class trying texts one after another
 CACHED_RUNS = 8  # candidates and written steps: a few kB each
@@ -44,7 +45,7 @@ def model() -> ChatModel:
 
 @st.cache_resource(max_entries=CACHED_TEXTS, show_spinner=False)
 def tokens_of(study_text: str, cap: int) -> ModelTokens:
-    return reading.text_tokens(model(), study_text, cap)
+    return readable.text_tokens(model(), study_text, cap)
 
 
 @st.cache_resource(max_entries=CACHED_RUNS, show_spinner="Running SmolLM2 over the text…")
@@ -112,7 +113,7 @@ def runs_for(study_text: str) -> exercises.PageRuns:
 
 
 def pieces_of(chat: ChatModel, ids) -> list[str]:
-    return [reading.piece_of(chat, index) for index in ids]
+    return [readable.piece_of(chat, index) for index in ids]
 
 
 def kinds(tokens: ModelTokens) -> list[str]:
@@ -215,7 +216,7 @@ def steps_table(chat: ChatModel, steps) -> pd.DataFrame:
         pieces = pieces_of(chat, step.candidates)
         return ", ".join(f"{piece} {p:.3f}" for piece, p in zip(pieces, step.candidate_probabilities))
 
-    written = reading.read_tokens(chat, writing.written_ids(steps), max_tokens=len(steps))
+    written = readable.read_tokens(chat, writing.written_ids(steps), max_tokens=len(steps))
     return pd.DataFrame(
         {
             "token written": list(written.pieces),
@@ -240,7 +241,7 @@ def show_writing(chat: ChatModel, study_text: str) -> None:
     widgets.show_literal(study_text + written, "Your text, then what SmolLM2 wrote after it")
     ended = writing.end_of_turn(steps, chat.stop_token_ids)
     if ended is not None:
-        end_token = reading.piece_of(chat, steps[ended].token_id)
+        end_token = readable.piece_of(chat, steps[ended].token_id)
         st.info(text.end_of_turn(ended, end_token, went_on=past_end_of_turn), icon=":material/keyboard_return:")
     pieces = pieces_of(chat, writing.written_ids(steps))
     widgets.show_figure(
@@ -307,7 +308,7 @@ def show_attention(chat: ChatModel, tokens: ModelTokens, study_text: str) -> Non
 def with_line_breaks_marked(text: str) -> str:
     """Each line break shown as ↵ at the end of its line: the chat template's line breaks are tokens the model
     reads, and the last one, after "assistant", would otherwise be invisible."""
-    marked = text.replace("\n", reading.SHOWN_NEWLINE + "\n")
+    marked = text.replace("\n", readable.SHOWN_NEWLINE + "\n")
     return marked[:-1] if marked.endswith("\n") else marked
 
 
@@ -320,7 +321,7 @@ def show_chat(chat: ChatModel) -> None:
     prompt, tokens = chat_of(message)
     widgets.show_literal(
         with_line_breaks_marked(prompt),
-        f"The text the model reads, laid out by the chat template ({reading.SHOWN_NEWLINE} marks each line break, "
+        f"The text the model reads, laid out by the chat template ({readable.SHOWN_NEWLINE} marks each line break, "
         "as in the tables)",
     )
     if tokens.truncated:

@@ -14,6 +14,7 @@ from harness.apptest import HOSTILE_TEXTS, answer_exercise, assert_clean, chart_
 from harness.apptest import payload as sent
 from harness.hostile import problems_after
 from lessons.common import decoder_attention
+from lessons.common.llm import readable
 from lessons.language_model import exercises, reading
 
 pytestmark = pytest.mark.slow  # every test runs SmolLM2 (seconds each)
@@ -23,9 +24,9 @@ PROMPT = "The capital of France is"  # SmolLM2: " Paris" 0.773
 PROVERB = "time flies like an arrow"  # SmolLM2: "," 0.243
 
 
-def runs_on(chat, text: str) -> tuple[reading.ModelTokens, exercises.PageRuns]:
+def runs_on(chat, text: str) -> tuple[readable.ModelTokens, exercises.PageRuns]:
     """The text's tokens and the runs the page would hand the exercises, computed here without its caches."""
-    tokens = reading.text_tokens(chat, text)
+    tokens = readable.text_tokens(chat, text)
     model = reading.decoder_of(chat)
     return tokens, exercises.PageRuns(
         candidates=lambda: reading.top_candidates(reading.next_token_probabilities(model, tokens.ids), 20),
@@ -41,7 +42,7 @@ def as_typed(option: str) -> str:
 def greedy_next_piece(chat, text: str) -> str:
     model, ids = reading.decoder_of(chat), chat.encode(text)
     written = generate(model, decoder_attention.as_batch(ids, model), 1)[0, len(ids)]
-    return reading.piece_of(chat, int(written))
+    return readable.piece_of(chat, int(written))
 
 
 def traced_first_token_share(chat, text: str) -> float:

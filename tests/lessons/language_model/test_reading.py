@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from lessons.common import decoder_attention
+from lessons.common.llm import readable
 from lessons.language_model import reading, text
 
 
@@ -22,12 +23,12 @@ from lessons.language_model import reading, text
     ],
 )
 def test_a_byte_level_piece_is_shown_as_the_text_it_stands_for(token, shown):
-    assert reading.readable_piece(token) == shown
+    assert readable.readable_piece(token) == shown
 
 
 @pytest.mark.slow  # loads SmolLM2 (seconds, once)
 def test_the_text_is_cut_at_the_cap_and_says_how_long_it_was(chat):
-    tokens = reading.text_tokens(chat, " ".join(["word"] * 600), max_tokens=512)
+    tokens = readable.text_tokens(chat, " ".join(["word"] * 600), max_tokens=512)
     assert len(tokens) == 512 and tokens.untruncated_length == 600 and tokens.truncated
 
 
@@ -35,7 +36,7 @@ def test_the_text_is_cut_at_the_cap_and_says_how_long_it_was(chat):
 def test_the_capital_of_france_is_paris_with_probability_077(chat):
     ids = tuple(chat.encode("The capital of France is"))
     found = reading.top_candidates(reading.next_token_probabilities(reading.decoder_of(chat), ids), 5)
-    assert [reading.piece_of(chat, index) for index in found.ids[:3]] == ["·Paris", "·the", "·London"]
+    assert [readable.piece_of(chat, index) for index in found.ids[:3]] == ["·Paris", "·the", "·London"]
     assert found.probabilities[0] == pytest.approx(0.773, abs=0.005)
     assert list(found.probabilities) == sorted(found.probabilities, reverse=True)
 
@@ -72,5 +73,5 @@ def test_the_chat_template_marks_its_five_special_tokens(chat):
 
 def test_the_lesson_writes_a_piece_with_a_leading_space_as_its_tables_show_it():
     """A code span that starts with a space shows no space at all: " France" read as "France"."""
-    assert f"`{reading.readable_piece('ĠFrance')}` and `France` are two different tokens" in text.TOKENS
+    assert f"`{readable.readable_piece('ĠFrance')}` and `France` are two different tokens" in text.TOKENS
     assert not [span for span in re.findall(r"`([^`]*)`", text.TOKENS) if span.startswith(" ")]

@@ -10,6 +10,7 @@ from anatomy.generation import Sampling, choosing, filtered_scores, generate, ge
 from anatomy.models import DecoderOnlyLM
 from anatomy.training.loop import initialize_weights
 from lessons.common import decoder_attention
+from lessons.common.llm import readable
 from lessons.language_model import reading, writing
 
 pytestmark = pytest.mark.slow  # loads SmolLM2 and writes (seconds)
@@ -26,7 +27,7 @@ def generated(chat, new_tokens: int, **options) -> list[int]:
 def test_greedy_steps_write_what_generate_writes_and_each_takes_the_most_probable_token(chat):
     steps = writing.write(reading.decoder_of(chat), tuple(chat.encode(PROMPT)), 12)
     assert writing.written_ids(steps) == generated(chat, 12)
-    assert reading.piece_of(chat, steps[0].token_id) == "·Paris"
+    assert readable.piece_of(chat, steps[0].token_id) == "·Paris"
     assert steps[0].probability == pytest.approx(0.773, abs=0.005)
     for step in steps:
         assert step.candidates[0] == step.token_id and step.probability == step.model_probability
