@@ -52,6 +52,7 @@ OTHER_TABS = dict(
         _tab("positional", "pos_tab", "The whole table", 2, False),
         _tab("positional", "pos_tab", "Similarity between positions", 4, False),
         _tab("positional", "pos_tab", "Bounded, unique, deterministic", 0, False),
+        _tab("positional", "pos_tab", "Rotary positions", 3, True),
         _tab("multihead", "mh_tab", "Head view", 1, True),
         _tab("multihead", "mh_tab", "Two sentences", 3, False),
         _tab("multihead", "mh_tab", "Head statistics", 1, True),

@@ -1,5 +1,5 @@
 """Positional encodings: the sinusoidal table of the original paper, its promised properties measured,
-and the table a real BERT-family model learned instead.
+the table a real BERT-family model learned instead, and the rotary positions of SmolLM2.
 
 Width d, base and the number of positions, chosen above the tabs, define the sinusoidal table every tab
 reads. Every number comes from `anatomy.positional` and `lessons.positional`; this page only lays it out.
@@ -10,6 +10,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from anatomy.positional import sinusoidal_positional_encoding
+from anatomy.rotary import Rotation
 from lessons.common.ui import check_yourself, frame, sidebar, widgets
 from lessons.positional import exercises, links, text, ui
 from lessons.positional.analysis import (
@@ -19,12 +20,14 @@ from lessons.positional.analysis import (
     rebuilds_identically,
     similarity_matrix,
 )
+from lessons.positional.rotary import QueriesAndKeys, queries_and_keys
 
 SOURCE_CODE: dict[str, list[Callable[..., object]]] = {  # what each tab runs, shown under the page
     links.CURVES: [sinusoidal_positional_encoding],
     links.TABLE: [sinusoidal_positional_encoding, learned_position_table],
     links.SIMILARITY: [similarity_matrix, offset_profile],
     links.PROPERTIES: [describe_encoding, rebuilds_identically],
+    links.ROTARY: [Rotation.at, Rotation.apply, queries_and_keys, QueriesAndKeys.scores],
 }
 
 context = sidebar.current()

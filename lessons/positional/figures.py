@@ -18,6 +18,7 @@ from itertools import cycle
 import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from lessons.common.plots import DIVERGING_SCALE, as_array, safe_label, style
 
@@ -279,3 +280,113 @@ def similarity_by_offset(
 
 def _colours():
     return cycle((SINUSOIDAL_COLOUR, LEARNED_COLOUR, "#2ca02c", "#9467bd"))
+
+
+# ----- rotary positions -------------------------------------------------------------------------------------
+
+ROTARY_COLOUR = "#2ca02c"
+
+
+def rotation_frequencies(rotary, sinusoidal, rotary_name: str, sinusoidal_name: str, title: str = "") -> go.Figure:
+    """Radians a position for each pair of a rotary head and each sine/cosine pair of the sinusoidal table,
+    against how far along the head (or the table) the pair sits: 2k/d from 0 to 1. The y axis is logarithmic:
+    the fastest pair turns a radian a step, the slowest ten thousand or more times slower."""
+    figure = go.Figure()
+    drawn = ((rotary_name, rotary, ROTARY_COLOUR), (sinusoidal_name, sinusoidal, SINUSOIDAL_COLOUR))
+    for name, values, colour in drawn:
+        frequencies = _compact(values)
+        along = np.arange(len(frequencies)) / len(frequencies)  # 2k/d for k = 0 … d/2 − 1
+        figure.add_trace(
+            go.Scatter(
+                x=along,
+                y=frequencies,
+                mode="lines+markers",
+                marker=dict(size=4, color=colour),
+                line=dict(color=colour),
+                name=safe_label(name),
+                hovertemplate="2k/d = %{x:.3f}<br>%{y:.3g} rad a position<extra></extra>",
+            )
+        )
+    figure.update_xaxes(title="pair k, as 2k/d (0: first pair, 1: last)", range=[-0.02, 1.0])
+    figure.update_yaxes(title="radians turned per position", type="log", dtick=1, exponentformat="power")
+    figure.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.3, x=0))  # a phone keeps the plot wide
+    return style(figure, title, height=420)
+
+
+def turning_pairs(arrows_by_pair: Mapping[int, object], title: str = "") -> go.Figure:
+    """One panel per pair k (named under it): the pair's two coordinates of one query drawn as an arrow from the
+    origin at positions 0, 1, 2, …, its tip dark at position 0 and lighter at each later one. Pair 0 turns
+    visibly a step; the last pairs hardly move over a few positions."""
+    pairs = list(arrows_by_pair)
+    figure = make_subplots(rows=1, cols=len(pairs), horizontal_spacing=0.06)
+    for column, pair in enumerate(pairs, start=1):
+        arrows = _compact(arrows_by_pair[pair])
+        reach = float(np.abs(arrows).max()) * 1.15 or 1.0
+        shafts_x = np.ravel([[0.0, x, np.nan] for x in arrows[:, 0]])
+        shafts_y = np.ravel([[0.0, y, np.nan] for y in arrows[:, 1]])
+        figure.add_trace(
+            go.Scatter(x=shafts_x, y=shafts_y, mode="lines", line=dict(color="#9ca3af", width=1), hoverinfo="skip"),
+            row=1,
+            col=column,
+        )
+        positions = np.arange(len(arrows))
+        figure.add_trace(
+            go.Scatter(
+                x=arrows[:, 0],
+                y=arrows[:, 1],
+                mode="markers",
+                marker=dict(size=9, color=positions, colorscale="Viridis"),
+                customdata=positions,
+                hovertemplate=f"pair {pair}<br>position %{{customdata}}<br>(%{{x:.3f}}, %{{y:.3f}})<extra></extra>",
+            ),
+            row=1,
+            col=column,
+        )
+        axis = "" if column == 1 else str(column)
+        figure.update_layout(
+            {
+                f"xaxis{axis}": dict(
+                    range=[-reach, reach], zeroline=True, showticklabels=False, title=dict(text=f"pair {pair}")
+                ),
+                f"yaxis{axis}": dict(
+                    range=[-reach, reach], zeroline=True, showticklabels=False, scaleanchor=f"x{axis}"
+                ),
+            }
+        )
+    figure.update_layout(showlegend=False)
+    return style(figure, title, height=300)
+
+
+def scores_under_shifts(
+    shifts, same_distance, other_distance, own_score: float, title: str = "", subtitle: str = ""
+) -> go.Figure:
+    """The score of one query with one key of the text, both moved s places along (the distance kept: a flat
+    line), and the query alone moved s places (the distance grows: the score changes)."""
+    steps = as_array(shifts)
+    figure = go.Figure()
+    figure.add_trace(
+        go.Scatter(
+            x=steps,
+            y=_compact(same_distance),
+            mode="lines+markers",
+            marker=dict(size=5, color=ROTARY_COLOUR),
+            line=dict(color=ROTARY_COLOUR, width=3),
+            name="both moved s places (same distance)",
+            hovertemplate="s = %{x}<br>score %{y:.6f}<extra>same distance</extra>",
+        )
+    )
+    figure.add_trace(
+        go.Scatter(
+            x=steps,
+            y=_compact(other_distance),
+            mode="lines",
+            line=dict(color=LEARNED_COLOUR, dash="dot"),
+            name="query alone moved s places",
+            hovertemplate="s = %{x}<br>score %{y:.6f}<extra>distance grows by s</extra>",
+        )
+    )
+    figure.add_hline(y=own_score, line=dict(color="#6b7280", width=1, dash="dash"))
+    figure.update_xaxes(title="shift s (positions)")
+    figure.update_yaxes(title="score q·k / √d_head")
+    figure.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.25, x=0))
+    return _titled(figure, title, [subtitle], height=400)

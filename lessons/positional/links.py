@@ -10,11 +10,16 @@ SHOWN = "pos_n"  # how many positions (rows of each table) the charts use
 DIMENSIONS = "pos_dims"  # the columns drawn as curves, comma-separated
 POSITION = "pos_p"  # the position p whose similarity with every other is drawn
 MEASURE = "pos_measure"  # cosine or dot product
+ROPE_LAYER = "pos_rope_layer"  # the rotary tab: SmolLM2's layer,
+ROPE_HEAD = "pos_rope_head"  # its query head,
+ROPE_QUERY = "pos_rope_q"  # the token whose query is followed,
+ROPE_KEY = "pos_rope_k"  # and the token whose key it is scored against (positions in SmolLM2's tokens)
 
-CURVES, TABLE, SIMILARITY, PROPERTIES = (
+CURVES, TABLE, SIMILARITY, PROPERTIES, ROTARY = (
     "Formula and curves",
     "The whole table",
     "Similarity between positions",
     "Bounded, unique, deterministic",
+    "Rotary positions",
 )
-TABS = (CURVES, TABLE, SIMILARITY, PROPERTIES)
+TABS = (CURVES, TABLE, SIMILARITY, PROPERTIES, ROTARY)

@@ -118,3 +118,60 @@ A learned table promises none of this: its values are whatever training left, it
 because training made them differ, and it is fixed only in the sense that the weights are stored.
 """
 TABLE_NAMES = {"sinusoidal": "The sinusoidal table", "learned": "The learned table"}  # heads of their columns
+
+# ----- rotary positions -------------------------------------------------------------------------------------
+
+ROTARY_INTRO = """
+Most language models since 2021 (Llama, SmolLM2, the model of lesson 9) add **no** position vector at all.
+**Rotary position embeddings** (RoPE; Su et al. 2021, "RoFormer") put the position inside attention instead: in
+every layer, each head's query and key are cut into pairs of coordinates, and pair $k$ is **turned** by an angle
+of position $\\times\\ \\omega_k$, with $\\omega_k = \\theta^{-2k/d_\\text{head}}$. Nothing is added, so a token's
+vector keeps its length; only its direction changes with where it sits. The numbers below are SmolLM2-135M's own:
+its queries and keys of the text in the sidebar, turned by the code its forward pass runs.
+"""
+ROTARY_FORMULAS = (  # three short lines rather than one: a phone's width holds each
+    r"\begin{pmatrix} q'_k \\ q'_{k+d/2} \end{pmatrix} = R(m\,\omega_k) \begin{pmatrix} q_k \\ q_{k+d/2} \end{pmatrix}",
+    r"R(\alpha) = \begin{pmatrix} \cos\alpha & -\sin\alpha \\ \sin\alpha & \cos\alpha \end{pmatrix}",
+    r"\omega_k = \theta^{-2k/d_\text{head}}",
+)
+ROTARY_SPEEDS = """
+**How fast each pair turns.** Pair 0 turns by one radian a position, like the fastest wave of the sinusoidal
+table; every pair after it turns more slowly, down to θ^(−(d−2)/d) radians a position for the last. It is the
+sinusoidal table's formula (with θ in place of the base): fast pairs tell neighbours apart, slow pairs tell
+far-apart positions apart without wrapping around. SmolLM2 uses θ = {theta:g} with heads of {head_width}
+coordinates, a larger θ than the paper's 10000, so its slowest pairs are slower still (a longer context).
+"""
+ROTARY_ARROWS = """
+**One query, turned.** Below, the query of the chosen token, pair by pair, as it would be turned at positions 0
+to {last}: each arrow is the pair's two coordinates. Its length never changes; the fast pair sweeps round, the
+slow ones barely move.
+"""
+ROTARY_DISTANCE = """
+**Why it works: only the distance is left.** Turning the query by $m\\omega_k$ and the key by $n\\omega_k$ and
+then taking their dot product gives the same number as turning the key alone by $(n-m)\\omega_k$. So the score of
+a query with a key depends on how far apart they are, not on where they are. Below, the query of one token and
+the key of another, both from the sidebar's text, are placed at their own positions and then both moved $s$
+places along (green: the score stays where it is), or the query alone moved (red: the distance changes, and the
+score with it).
+"""
+
+
+def arrows_caption(frequencies: dict[int, float]) -> str:
+    rates = "; ".join(f"pair {pair}: {rate:.3g} rad a position" for pair, rate in frequencies.items())
+    return f"The fastest pair, one in between and the slowest ({rates}). Dark: position 0; lighter: later ones."
+
+
+ROTARY_OFF = (
+    "SmolLM2 is switched off on this server (hosted mode without ANATOMY_LANGUAGE_MODEL=1), so its own queries and"
+    " keys cannot be shown here; the frequencies above come from its configuration."
+)
+ROTARY_NO_TEXT = "Type a text of at least two tokens in the sidebar to follow one of its queries and keys."
+ROTARY_LOAD_FAILED = "SmolLM2 could not be loaded, so its queries and keys cannot be shown: {problem}"
+
+
+def rotary_check(own_score: float, largest_change: float, query: str, key: str, shifts: int) -> str:
+    return (
+        f"The score of {query} with {key} at their own positions is {own_score:.6f}: the number the forward pass"
+        f" computes there. Moved together over {shifts} shifts, it never changes by more than {largest_change:.1e}"
+        " (float32 rounding)."
+    )

@@ -11,14 +11,20 @@ from dataclasses import dataclass
 
 import pandas as pd
 import streamlit as st
+import torch
 from torch import Tensor
 
+from anatomy.checkpoints.pretrained import ModelLoadError
+from anatomy.config import SMOLLM2_135M
 from anatomy.positional import sinusoidal_positional_encoding
+from lessons.common import hosting
+from lessons.common.decoder_attention import MAX_TOKENS
+from lessons.common.llm import readable
 from lessons.common.plots import safe_label
 from lessons.common.runs import tokenize
-from lessons.common.ui import charts, linked, widgets
+from lessons.common.ui import charts, linked, loaders, widgets
 from lessons.common.ui.sidebar import StudyContext
-from lessons.positional import links, text
+from lessons.positional import links, rotary, text
 from lessons.positional.analysis import (
     MAX_WIDTH,
     MIN_WIDTH,
@@ -37,9 +43,12 @@ from lessons.positional.figures import (
     colour_limit,
     dimension_curves,
     encoding_heatmap,
+    rotation_frequencies,
+    scores_under_shifts,
     similarity_by_offset,
     similarity_heatmap,
     similarity_to_position,
+    turning_pairs,
 )
 
 DEFAULT_BASE = 10_000.0  # the paper's ("Attention Is All You Need", section 3.5)
@@ -64,6 +73,7 @@ class Encoding:
     shown: int  # positions (rows of each table) the charts use
     measure: Similarity
     positions_in_text: int  # positions the sidebar's text uses, shaded on the curves
+    text: str = ""  # the sidebar's text, whose SmolLM2 queries and keys the rotary tab turns
 
 
 # ----- the settings above the tabs --------------------------------------------------------------------------
@@ -141,6 +151,7 @@ def choose_encoding(context: StudyContext, positions_in_text: int) -> Encoding |
         shown,
         measure,
         positions_in_text,
+        context.text if context.has_text else "",
     )
 
 
@@ -400,9 +411,110 @@ def properties_table(studied) -> pd.DataFrame:
     )
 
 
+# ----- rotary positions: SmolLM2's own queries and keys ----------------------------------------------------
+
+ROTARY_SHIFTS = list(range(0, 513, 8))  # both tokens moved up to 512 places along
+ROTARY_ARROW_POSITIONS = 8  # positions 0..7 drawn as arrows
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def rotary_frequency_figure(head_width: int, theta: float, width: int, base: float):
+    return rotation_frequencies(
+        rotary.rotary_frequencies(head_width, theta),
+        rotary.sinusoidal_frequencies(width, base),
+        f"SmolLM2: θ = {theta:g}, d_head = {head_width}",
+        f"sinusoidal table: base = {base:g}, d = {width}",
+        "Radians each pair turns per position",
+    )
+
+
+@st.cache_resource(max_entries=16, show_spinner="Reading SmolLM2's queries and keys of your text…")
+def rotary_study(study_text: str, layer: int) -> tuple[rotary.QueriesAndKeys, tuple[str, ...]]:
+    """One layer's unrotated queries and keys of the text (its first MAX_TOKENS tokens), with the tokens'
+    readable pieces: computed once per text and layer, shared by every session."""
+    chat = loaders.get_chat_model()
+    tokens = readable.text_tokens(chat, study_text, MAX_TOKENS)
+    model = chat.loaded.model
+    ids = torch.tensor([tokens.ids], device=next(model.parameters()).device)
+    return rotary.queries_and_keys(model, ids, layer), tokens.pieces
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def rotary_arrows_figure(
+    study_text: str, layer: int, head: int, token: int, pairs: tuple[int, ...], _found: rotary.QueriesAndKeys
+):
+    arrows = {pair: rotary.pair_arrows(_found, head, token, pair, ROTARY_ARROW_POSITIONS) for pair in pairs}
+    return turning_pairs(arrows, "One query's pairs, turned")
+
+
+def show_rotary(encoding: Encoding) -> None:
+    """RoPE: how fast each pair turns, one real query's pairs turned, and the score that keeps only distance."""
+    st.markdown(text.ROTARY_INTRO)
+    for formula in text.ROTARY_FORMULAS:
+        st.latex(formula)
+    config = SMOLLM2_135M
+    st.markdown(text.ROTARY_SPEEDS.format(theta=config.rope_theta, head_width=config.head_width))
+    charts.show(rotary_frequency_figure(config.head_width, config.rope_theta, encoding.width, encoding.base))
+    if not hosting.current().language_model:
+        st.info(text.ROTARY_OFF, icon=":material/info:")
+        return
+    layer_column, head_column = st.columns(2)
+    layer = linked.slider("SmolLM2's layer", links.ROPE_LAYER, 0, config.num_layers - 1, 3, container=layer_column)
+    head = linked.slider("Query head", links.ROPE_HEAD, 0, config.num_heads - 1, 0, container=head_column)
+    try:
+        found, pieces = rotary_study(encoding.text, layer)
+    except ModelLoadError as problem:
+        st.error(text.ROTARY_LOAD_FAILED.format(problem=problem), icon=":material/error:")
+        return
+    if len(pieces) < 2:
+        st.info(text.ROTARY_NO_TEXT, icon=":material/edit:")
+        return
+    positions = range(len(pieces))
+    query_column, key_column = st.columns(2)
+    query_token = linked.selectbox(
+        "Follow the query of",
+        links.ROPE_QUERY,
+        positions,
+        len(pieces) - 1,
+        parse=int,
+        format_func=lambda position: f"{position} {pieces[position]}",
+        container=query_column,
+    )
+    key_token = linked.selectbox(
+        "scored against the key of",
+        links.ROPE_KEY,
+        positions,
+        max(0, len(pieces) - 3),
+        parse=int,
+        format_func=lambda position: f"{position} {pieces[position]}",
+        container=key_column,
+    )
+    st.markdown(text.ROTARY_ARROWS.format(last=ROTARY_ARROW_POSITIONS - 1))
+    width = found.head_width
+    shown_pairs = (0, width // 8, width // 2 - 1)  # the fastest, one in between, the slowest
+    charts.show(rotary_arrows_figure(encoding.text, layer, head, query_token, shown_pairs, found))
+    frequencies = rotary.rotary_frequencies(width, found.theta)
+    st.caption(text.arrows_caption({pair: float(frequencies[pair]) for pair in shown_pairs}))
+    st.markdown(text.ROTARY_DISTANCE)
+    study = rotary.shift_study(found, head, query_token, key_token, ROTARY_SHIFTS)
+    query_name, key_name = f"“{pieces[query_token]}” ({query_token})", f"“{pieces[key_token]}” ({key_token})"
+    charts.show(
+        scores_under_shifts(
+            study.shifts,
+            study.same_distance,
+            study.other_distance,
+            study.own_score,
+            "One query with one key, moved along",
+            f"query {safe_label(query_name)}, key {safe_label(key_name)}, layer {layer}, head {head}",
+        )
+    )
+    st.caption(text.rotary_check(study.own_score, study.largest_change, query_name, key_name, len(study.shifts)))
+
+
 SECTIONS = {  # the tabs, in order: only the open one runs
     links.CURVES: show_curves,
     links.TABLE: show_tables,
     links.SIMILARITY: show_similarity,
     links.PROPERTIES: show_properties,
+    links.ROTARY: show_rotary,
 }
