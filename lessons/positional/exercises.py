@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import math
 
+from anatomy.config import SMOLLM2_135M
 from anatomy.positional import sinusoidal_positional_encoding
 from lessons.common.exercises import Exercise, Offer
 from lessons.positional.analysis import TIE_TOLERANCE, similarity_matrix
-from lessons.positional.figures import dimension_curves, similarity_to_position
+from lessons.positional.figures import dimension_curves, rotation_frequencies, similarity_to_position
+from lessons.positional.rotary import rotary_frequencies, sinusoidal_frequencies
 
 # One position offered at each distance, on alternate sides: never two at one distance, whose sinusoidal
 # similarities are equal. Past 6 the waves of a narrow table come back into phase, so a far position can win.
@@ -132,7 +134,43 @@ def encoding_value(positions_in_text: int, width: int, base: float, shown: int) 
     )
 
 
+def rotary_period(positions_in_text: int, width: int, base: float, shown: int) -> Exercise | None:
+    """After how many positions SmolLM2's pair k = d_head/8 (the middle arrow of the rotary tab) has turned
+    once round: 2π/ω_k, from SmolLM2's θ and head width. Asked whatever the text: it depends on the model."""
+    config = SMOLLM2_135M
+    head_width, theta = config.head_width, config.rope_theta
+    pair = head_width // 8
+    frequency = float(rotary_frequencies(head_width, theta)[pair])
+    period = 2 * math.pi / frequency
+    return Exercise(
+        question=(
+            f"SmolLM2 turns pair k of every query and key by $\\omega_k = \\theta^{{-2k/d_\\text{{head}}}}$ radians a "
+            f"position, with θ = {theta:g} and heads of d_head = {head_width} coordinates. After how many positions "
+            f"has pair k = {pair} turned once all the way round (2π radians)? Answer to the nearest whole position "
+            "(answers within ±1 count)."
+        ),
+        answer=period,
+        explanation=(
+            f"$\\omega_{{{pair}}} = {theta:g}^{{-2\\cdot{pair}/{head_width}}} = {frequency:.6f}$ radians a position, "
+            f"so one turn takes $2\\pi/\\omega_{{{pair}}} = {period:.1f}$ positions. Pair 0 turns once every "
+            f"{2 * math.pi:.1f} positions and the last pair once every "
+            f"{2 * math.pi / float(rotary_frequencies(head_width, theta)[-1]):,.0f}: between them, every distance a "
+            "text can hold is told apart by some pair turning at a fitting speed."
+        ),
+        tolerance=1.0,
+        decimals=0,
+        figure=lambda: rotation_frequencies(
+            rotary_frequencies(head_width, theta),
+            sinusoidal_frequencies(width, base),
+            f"SmolLM2: θ = {theta:g}, d_head = {head_width}",
+            f"sinusoidal table: base = {base:g}, d = {width}",
+            f"Pair {pair} turns {frequency:.4f} rad a position",
+        ),
+    )
+
+
 OFFERS = {
     "nearest": Offer("The most alike position", nearest_position),
     "value": Offer("One value of the table", encoding_value),
+    "rotary": Offer("A rotary pair's turn", rotary_period),
 }

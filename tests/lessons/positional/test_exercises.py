@@ -11,7 +11,13 @@ import pytest
 
 from harness.apptest import HOSTILE_TEXTS, answer_exercise, assert_clean, exercise_field, open_exercise, payload
 from lessons.positional import links
-from lessons.positional.exercises import OFFERED_DISTANCES, encoding_value, nearest_position, offered_positions
+from lessons.positional.exercises import (
+    OFFERED_DISTANCES,
+    encoding_value,
+    nearest_position,
+    offered_positions,
+    rotary_period,
+)
 
 PAGE = "lesson_pages/positional.py"
 TEXT = "time flies like an arrow"  # [CLS] time flies like an arrow [SEP]: positions 0 to 6
@@ -85,6 +91,29 @@ def test_the_value_follows_the_text_the_width_and_the_base():
     assert other_base.answer == pytest.approx(math.sin(6 * 100 ** (-48 / 384)), abs=1e-6)
 
 
+# ----- a rotary pair's turn ---------------------------------------------------------------------------------
+
+
+def test_the_rotary_period_is_two_pi_over_theta_to_the_minus_2k_over_d_for_smollm2s_middle_pair():
+    exercise = rotary_period(7, 384, 10_000.0, SHOWN)
+    # SmolLM2: θ = 100000, heads of 576 / 9 = 64 coordinates; pair k = 64 / 8 = 8
+    assert exercise.answer == pytest.approx(2 * math.pi / 100_000.0 ** (-2 * 8 / 64), rel=1e-6)
+    assert round(exercise.answer) == 112
+    assert "pair k = 8" in exercise.question and "θ = 100000" in exercise.question
+    assert "= 111.7$ positions" in exercise.explanation
+
+
+def test_a_rotary_period_within_one_position_is_right_and_two_away_is_not():
+    app = open_exercise(PAGE, "rotary", text=TEXT)
+    assert_clean(app)
+    assert "111.7" not in payload(app)
+    right = answer_exercise(app, 112)
+    assert right.success and not right.error
+    assert "111.7" in payload(right)
+    wrong = answer_exercise(open_exercise(PAGE, "rotary", text=TEXT), 114)
+    assert wrong.error and not wrong.success
+
+
 # ----- on the page --------------------------------------------------------------------------------------------
 
 
@@ -118,7 +147,7 @@ def test_a_value_within_the_tolerance_is_right_and_one_beyond_it_is_not():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", HOSTILE_TEXTS)
-@pytest.mark.parametrize("exercise", ["nearest", "value"])
+@pytest.mark.parametrize("exercise", ["nearest", "value", "rotary"])
 def test_hostile_texts_give_a_clean_page_with_the_exercise_open(name, exercise):
     app = open_exercise(PAGE, exercise, text=HOSTILE_TEXTS[name])
     assert_clean(app)
