@@ -264,7 +264,7 @@ def _build(
             raise ModelLoadError(f"Decoder checkpoints of type {raw_config.get('model_type')!r} are not supported.")
         return DecoderOnlyLM(config), keymaps.GPT2_DECODER, keymaps.GPT2_IGNORED, keymaps.GPT2_PREFIXES
     model_type = raw_config.get("model_type")
-    layout = keymaps.ENCODER_LAYOUTS.get(model_type)
+    layout = keymaps.ENCODER_LAYOUTS.get(str(model_type))
     if layout is None:
         raise ModelLoadError(
             f"Weights of type {model_type!r} cannot be loaded yet: use a BERT-family encoder (model_type "
