@@ -75,3 +75,33 @@ def save_tiny_gpt2(folder: Path, positions: int = GPT2_POSITIONS) -> Path:
         )
         GPT2LMHeadModel(config).eval().save_pretrained(folder)
     return folder
+
+
+MASKED_LM_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
+
+
+def save_tiny_bert_for_masked_lm(folder: Path) -> Path:
+    """A random 2-layer, 4-head BertForMaskedLM of width 32 with the embedded MiniLM's WordPiece tokenizer
+    (so its vocabulary, 30,522 tokens, [MASK] included), drawn with std 1.0 from seed 0: its best guesses
+    get probabilities of 0.1 to 0.3 (visible bars), and mean nothing."""
+    import shutil
+
+    from transformers import BertConfig, BertForMaskedLM
+
+    from anatomy.checkpoints.pretrained import embedded_model_folder
+
+    for name in MASKED_LM_TOKENIZER_FILES:
+        shutil.copy(embedded_model_folder() / name, folder / name)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        config = BertConfig(
+            vocab_size=30522,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=37,
+            initializer_range=1.0,
+            attn_implementation="eager",
+        )
+        BertForMaskedLM(config).eval().save_pretrained(folder)
+    return folder
