@@ -214,8 +214,8 @@ FILL_MASK_INTRO = (
     "(the table that turned words into vectors turns a vector back into words) plus a bias per word:"
 )
 FILL_MASK_FORMULA = (
-    r"egin{gathered} u = \mathrm{LayerNorm}ig(\mathrm{GELU}(W h_{[\mathrm{MASK}]} + b)ig) \ "
-    r"p(w) = \mathrm{softmax}ig(E\,u + b_{\mathrm{vocab}}ig)_w \end{gathered}"
+    r"\begin{gathered} u = \mathrm{LayerNorm}\big(\mathrm{GELU}(W h_{[\mathrm{MASK}]} + b)\big) \\ "
+    r"p(w) = \mathrm{softmax}\big(E\,u + b_{\mathrm{vocab}}\big)_w \end{gathered}"
 )
 FILL_TOP_K_HELP = "How many of the most probable words to show for each mask."
 FILLED_TEXT_LABEL = "Your text with each mask replaced by its most probable word:"

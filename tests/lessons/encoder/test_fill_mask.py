@@ -103,7 +103,7 @@ def test_the_embedded_minilm_says_which_checkpoints_would_fill_the_mask_and_how_
     assert "The embedded all-MiniLM-L6-v2 was saved without its masked-language-model head" in message
     assert all(name in message for name in CHECKPOINTS_THAT_WOULD)
     assert "hub id" in message and "path of a folder" in message
-    assert not app.dataframe and not [figure for figure in plotly_figures(app)]
+    assert not app.dataframe and not plotly_figures(app)
 
 
 def test_a_text_without_a_mask_is_told_where_to_write_one(tiny_folder):
@@ -128,3 +128,14 @@ def test_html_around_a_mask_is_shown_as_written_never_rendered(tiny_folder):
     assert "<script>" not in markdown and "<img" not in markdown and "<b>" not in markdown
     around = table_with(app, "around it")["around it"].tolist()
     assert any("<" in context for context in around)  # the tokens around the mask reach the table as written
+
+
+def test_the_lessons_words_and_formulas_hold_no_control_characters():
+    """A backslash lost on the way into a string turns LaTeX's `\\big` into a backspace and `\\begin` into
+    one: KaTeX then shows the formula as red source text."""
+    import re
+
+    written = {name: value for name, value in vars(text).items() if isinstance(value, str)}
+    assert "FILL_MASK_FORMULA" in written
+    for name, value in written.items():
+        assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", value), f"{name} holds a control character"
