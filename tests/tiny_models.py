@@ -80,13 +80,14 @@ def save_tiny_gpt2(folder: Path, positions: int = GPT2_POSITIONS) -> Path:
 MASKED_LM_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 
 
-def save_tiny_bert_for_masked_lm(folder: Path) -> Path:
+def save_tiny_bert_for_masked_lm(folder: Path, with_head: bool = True) -> Path:
     """A random 2-layer, 4-head BertForMaskedLM of width 32 with the embedded MiniLM's WordPiece tokenizer
     (so its vocabulary, 30,522 tokens, [MASK] included), drawn with std 1.0 from seed 0: its best guesses
-    get probabilities of 0.1 to 0.3 (visible bars), and mean nothing."""
+    get probabilities of 0.1 to 0.3 (visible bars), and mean nothing. with_head=False saves its body alone
+    (a BertModel), as sentence-transformers saves MiniLM."""
     import shutil
 
-    from transformers import BertConfig, BertForMaskedLM
+    from transformers import BertConfig, BertForMaskedLM, BertModel
 
     from anatomy.checkpoints.pretrained import embedded_model_folder
 
@@ -103,5 +104,5 @@ def save_tiny_bert_for_masked_lm(folder: Path) -> Path:
             initializer_range=1.0,
             attn_implementation="eager",
         )
-        BertForMaskedLM(config).eval().save_pretrained(folder)
+        (BertForMaskedLM if with_head else BertModel)(config).eval().save_pretrained(folder)
     return folder

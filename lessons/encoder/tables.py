@@ -184,17 +184,18 @@ def zoo_frame(zoo: Sequence[ZooEntry]) -> pd.DataFrame:
 
 
 def fill_mask_frame(filled: FilledText, run: EncoderRun) -> pd.DataFrame:
-    """One row per mask and candidate word: which mask, the tokens around it, the rank, the word and its
-    probability (user text lands only in the dataframe, which never renders markdown)."""
+    """One row per mask and candidate word: which mask, the rank, the word, its probability and the tokens
+    around the mask (user text lands only in the dataframe, which never renders markdown)."""
     rows = [
         {
             "mask": number,
-            "around it": context_of(run, fill.position),
             "rank": rank,
             "token": token,
             "probability": round(probability, 4),
+            "around it": context_of(run, fill.position),
         }
         for number, fill in enumerate(filled.fills, start=1)
         for rank, (token, probability) in enumerate(zip(fill.tokens, fill.probabilities), start=1)
     ]
-    return pd.DataFrame(rows, columns=["mask", "around it", "rank", "token", "probability"])
+    # The words and their probabilities first: on a phone the last columns are off the screen's edge.
+    return pd.DataFrame(rows, columns=["mask", "rank", "token", "probability", "around it"])

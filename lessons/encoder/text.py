@@ -226,10 +226,14 @@ FILL_MASK_TABLE_CAPTION = (
 
 
 def no_masked_lm_head(is_embedded: bool) -> str:
-    which = "The embedded all-MiniLM-L6-v2" if is_embedded else "The sidebar's model"
+    which = (
+        "The embedded all-MiniLM-L6-v2 was saved without its masked-language-model head (sentence-transformers "
+        "keeps only the encoder body)"
+        if is_embedded
+        else "The sidebar's model was saved without its masked-language-model head"
+    )
     return (
-        f"{which} was saved without its masked-language-model head (sentence-transformers keeps only the "
-        "encoder body), so it cannot fill a mask. Checkpoints that keep the head: **bert-base-uncased** and "
+        f"{which}, so it cannot fill a mask. Checkpoints that keep the head: **bert-base-uncased** and "
         "**distilbert-base-uncased** (write `[MASK]` in the text), **roberta-base** (write `<mask>`). To load "
         "one, type its hub id (`bert-base-uncased`) or the path of a folder that holds it into the sidebar's "
         "model field. It must be on this machine already (`huggingface-cli download bert-base-uncased` on a "

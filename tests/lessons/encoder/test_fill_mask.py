@@ -106,6 +106,14 @@ def test_the_embedded_minilm_says_which_checkpoints_would_fill_the_mask_and_how_
     assert not app.dataframe and not plotly_figures(app)
 
 
+def test_another_model_without_the_head_is_told_the_same_without_blaming_sentence_transformers(tmp_path):
+    app = fill_tab(str(save_tiny_bert_for_masked_lm(tmp_path, with_head=False)), MASKED)
+    assert_clean(app)
+    message = " ".join(str(box.value) for box in app.info)
+    assert message.startswith("The sidebar's model was saved without its masked-language-model head, so")
+    assert "sentence-transformers" not in message and all(name in message for name in CHECKPOINTS_THAT_WOULD)
+
+
 def test_a_text_without_a_mask_is_told_where_to_write_one(tiny_folder):
     app = fill_tab(str(tiny_folder), "time flies like an arrow")
     assert_clean(app)
