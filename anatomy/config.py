@@ -310,7 +310,10 @@ def config_from_hf(hf_config: Any) -> TransformerConfig:
             raise TypeError(f"a {SEQ2SEQ_MODEL_TYPE} config is read from its config.json, as a dict")
         values = {name: value for name, value in hf_config.items() if name not in TRAINED_CHECKPOINT_KEYS}
         return config_from_fields(Seq2SeqConfig, values)
-    raise ValueError(f"unsupported model_type {model_type!r}: this app reads BERT-family encoders and GPT-2 decoders")
+    raise ValueError(
+        f"unsupported model_type {model_type!r}: this app reads BERT, DistilBERT and RoBERTa encoders and GPT-2 "
+        "and Llama-family decoders"
+    )
 
 
 def _llama_config(hf_config: Any) -> DecoderConfig:
