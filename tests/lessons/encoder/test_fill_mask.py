@@ -11,7 +11,7 @@ from anatomy.models import Encoder
 from harness.apptest import all_markdown, assert_clean, literal_texts, open_page, plotly_figures, table_with
 from lessons.common.runs import run_encoder
 from lessons.encoder import fill_mask, links, text
-from tests.tiny_models import save_tiny_bert_for_masked_lm
+from tests.tiny_models import save_tiny_bert_for_masked_lm, save_tiny_roberta_for_masked_lm
 
 PAGE = "lesson_pages/encoder.py"
 MASKED = "The capital of France is [MASK]. It has [MASK] bridges."
@@ -52,6 +52,26 @@ def test_the_words_and_probabilities_are_those_of_transformers_bert_for_masked_l
         assert fill.tokens == tuple(tiny.tokenizer.convert_ids_to_tokens(expected.indices.tolist()))
         assert torch.allclose(torch.tensor(fill.probabilities), expected.values, atol=1e-6)
     assert filled.fills[0].probabilities[0] > 0.1  # far from uniform (1 / 30,522): a wrong ranking would show
+
+
+@pytest.fixture(scope="module")
+def roberta_folder(tmp_path_factory):
+    return save_tiny_roberta_for_masked_lm(tmp_path_factory.mktemp("tiny-roberta-for-masked-lm"))
+
+
+def test_roberta_fills_its_own_mask_token_with_transformers_words(roberta_folder):
+    from transformers import RobertaForMaskedLM
+
+    roberta = load_pretrained(str(roberta_folder), device="cpu")
+    run = run_encoder(roberta.model, roberta.tokenizer, "the cat <mask> on the mat")
+    filled = fill_mask.fill_masks(roberta.model_as(Encoder), run, roberta.tokenizer, top_k=3)
+    assert filled.mask_token == "<mask>" and run.tokenized.tokens[filled.fills[0].position] == "<mask>"
+    reference = RobertaForMaskedLM.from_pretrained(str(roberta_folder), attn_implementation="eager").eval()
+    with torch.no_grad():
+        probabilities = reference(torch.tensor([run.tokenized.input_ids])).logits[0].softmax(dim=-1)
+    expected = probabilities[filled.fills[0].position].topk(3)
+    assert list(filled.fills[0].token_ids) == expected.indices.tolist()
+    assert torch.allclose(torch.tensor(filled.fills[0].probabilities), expected.values, atol=1e-6)
 
 
 def test_only_the_first_masks_are_filled_and_the_rest_are_counted(tiny):
@@ -119,6 +139,12 @@ def test_a_text_without_a_mask_is_told_where_to_write_one(tiny_folder):
     assert_clean(app)
     assert "Your text has no `[MASK]`" in " ".join(str(box.value) for box in app.info)
     assert not app.dataframe
+
+
+def test_a_roberta_text_without_a_mask_is_told_to_write_roberta_s_mask_token(roberta_folder):
+    app = fill_tab(str(roberta_folder), "the cat [MASK] on the mat")  # BERT's token is plain text to RoBERTa
+    assert_clean(app)
+    assert "Your text has no `<mask>`" in " ".join(str(box.value) for box in app.info)
 
 
 def test_many_masks_fill_the_first_six_and_say_how_many_were_left(tiny_folder):
