@@ -63,6 +63,11 @@ class TransformerConfig:
         """d_head: the width of one attention head."""
         return self.width // self.num_heads
 
+    @property
+    def longest_input(self) -> int:
+        """The most tokens one input may have."""
+        return self.max_positions
+
 
 @dataclass(frozen=True, kw_only=True)
 class EncoderConfig(TransformerConfig):
@@ -72,6 +77,18 @@ class EncoderConfig(TransformerConfig):
     embedding_layer_norm: bool = True  # BERT normalises the summed embeddings before layer 0
     pooler: bool = True  # BERT's dense + tanh on [CLS]; DistilBERT has none
     pad_token_id: int = 0
+    # Where position numbers start: 0 in BERT; RoBERTa counts from pad_token_id + 1 (= 2), so its table has two
+    # rows more (514) than the longest input it reads (512).
+    position_offset: int = 0
+    # The masked-language-model head that pre-training left (BertForMaskedLM, DistilBertForMaskedLM,
+    # RobertaForMaskedLM): dense, activation, LayerNorm, then scores over the vocabulary by the token
+    # embedding matrix itself, plus a bias per word. Checkpoints saved without it (MiniLM) have none.
+    masked_lm_head: bool = False
+
+    @property
+    def longest_input(self) -> int:
+        """The most tokens one input may have: the position table's rows past the offset (RoBERTa: 512)."""
+        return self.max_positions - self.position_offset
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,7 +253,10 @@ def _activation(hf_name: str) -> Activation:
 def config_from_hf(hf_config: Any) -> TransformerConfig:
     """Our configuration from a Hugging Face config object or its `config.json` as a dict."""
     model_type = _read(hf_config, "model_type")
-    if model_type == "bert":
+    if model_type in ("bert", "roberta"):
+        # RoBERTa is BERT's architecture retrained (Liu et al., 2019): the same config keys, but its position
+        # numbers start after the padding id (transformers' create_position_ids_from_input_ids).
+        pad_token_id = _read(hf_config, "pad_token_id", default=0 if model_type == "bert" else 1)
         return EncoderConfig(
             vocab_size=_read(hf_config, "vocab_size"),
             max_positions=_read(hf_config, "max_position_embeddings"),
@@ -248,7 +268,8 @@ def config_from_hf(hf_config: Any) -> TransformerConfig:
             layer_norm_eps=_read(hf_config, "layer_norm_eps", default=1e-12),
             dropout=_read(hf_config, "hidden_dropout_prob", default=0.1),
             type_vocab_size=_read(hf_config, "type_vocab_size", default=2),
-            pad_token_id=_read(hf_config, "pad_token_id", default=0),
+            pad_token_id=pad_token_id,
+            position_offset=pad_token_id + 1 if model_type == "roberta" else 0,
         )
     if model_type == "distilbert":
         return EncoderConfig(
@@ -259,8 +280,11 @@ def config_from_hf(hf_config: Any) -> TransformerConfig:
             num_heads=_read(hf_config, "n_heads"),
             ff_width=_read(hf_config, "hidden_dim"),
             activation=_activation(_read(hf_config, "activation", default="gelu")),
-            type_vocab_size=0,
+            layer_norm_eps=1e-12,  # not in its config: modeling_distilbert.py writes eps=1e-12 in every LayerNorm
+            dropout=_read(hf_config, "dropout", default=0.1),
+            type_vocab_size=0,  # DistilBERT dropped the segment embeddings (Sanh et al., 2019)
             pooler=False,
+            pad_token_id=_read(hf_config, "pad_token_id", default=0),
         )
     if model_type == "gpt2":
         width = _read(hf_config, "n_embd")
@@ -286,7 +310,10 @@ def config_from_hf(hf_config: Any) -> TransformerConfig:
             raise TypeError(f"a {SEQ2SEQ_MODEL_TYPE} config is read from its config.json, as a dict")
         values = {name: value for name, value in hf_config.items() if name not in TRAINED_CHECKPOINT_KEYS}
         return config_from_fields(Seq2SeqConfig, values)
-    raise ValueError(f"unsupported model_type {model_type!r}: this app reads BERT-family encoders and GPT-2 decoders")
+    raise ValueError(
+        f"unsupported model_type {model_type!r}: this app reads BERT, DistilBERT and RoBERTa encoders and GPT-2 "
+        "and Llama-family decoders"
+    )
 
 
 def _llama_config(hf_config: Any) -> DecoderConfig:
@@ -355,6 +382,8 @@ def parameter_breakdown(config: TransformerConfig) -> dict[str, int]:
         parts["token type embeddings"] = config.type_vocab_size * D
         parts["embedding layer norm"] = _layer_norm(D) if config.embedding_layer_norm else 0
         parts["pooler"] = _linear(D, D) if config.pooler else 0
+        # dense D×D, its LayerNorm, one bias per word; the decoder matrix is the token embedding table, counted once
+        parts["masked-LM head"] = _linear(D, D) + _layer_norm(D) + config.vocab_size if config.masked_lm_head else 0
         parts["final layer norm"] = _layer_norm(D) if config.norm_placement == "pre" else 0
     return {name: count for name, count in parts.items() if count}
 

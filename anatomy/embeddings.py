@@ -28,6 +28,7 @@ class Embeddings(nn.Module):
         width = config.width
         self.token = nn.Embedding(config.vocab_size, width)
         # An encoder's positions are always a learned table (BERT); a decoder's configuration says which.
+        self.position_offset = config.position_offset if isinstance(config, EncoderConfig) else 0  # RoBERTa: 2
         self.position_kind = config.positions if isinstance(config, DecoderConfig) else "learned"
         if self.position_kind == "rotary":
             self.position = None  # no table and no buffer: positions turn the queries and keys instead
@@ -52,7 +53,8 @@ class Embeddings(nn.Module):
         token = self.token(input_ids)  # (B, T, D)
         position: Tensor | None
         if self.position is not None:
-            positions = torch.arange(first_position, first_position + num_tokens, device=input_ids.device)
+            start = self.position_offset + first_position
+            positions = torch.arange(start, start + num_tokens, device=input_ids.device)
             position = self.position(positions)[None]  # (1, T, D)
         elif self.position_kind == "sinusoidal":
             position = self.sinusoidal[first_position : first_position + num_tokens][None].to(token.dtype)  # (1, T, D)

@@ -1,5 +1,6 @@
-"""Whole models: a BERT-style encoder, a classification head on [CLS], and a decoder-only language model
-(GPT-2, or a Llama-family model such as SmolLM2 when its configuration says so)."""
+"""Whole models: a BERT-style encoder (with the masked-language-model head it was pre-trained with, when the
+checkpoint kept it), a classification head on [CLS], and a decoder-only language model (GPT-2, or a
+Llama-family model such as SmolLM2 when its configuration says so)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from anatomy.blocks import DecoderLayer, EncoderLayer, rotation_of
 from anatomy.cache import KVCache
 from anatomy.config import DecoderConfig, EncoderConfig
 from anatomy.embeddings import Embeddings
+from anatomy.feedforward import ACTIVATIONS
 from anatomy.generation import generate
 from anatomy.masks import padding_mask
 from anatomy.norms import make_norm
@@ -69,6 +71,28 @@ def _run_stack(
     return StackOutput(hidden, tuple(hidden_states), model_trace)
 
 
+class MaskedLMHead(nn.Module):
+    """What BERT was pre-trained with: guess the word hidden behind each [MASK] (Devlin et al., 2019, §3.1).
+
+    Each final vector goes through one more dense layer, the activation and a LayerNorm, and is then scored
+    against every row of the token embedding table, plus a bias per word: the same table that turns a word
+    into a vector turns a vector back into words (the decoder is "tied" to the embeddings, so it has no
+    weights of its own). BERT, DistilBERT and RoBERTa all share this shape; only the checkpoint names differ.
+    """
+
+    def __init__(self, config: EncoderConfig):
+        super().__init__()
+        self.activation_name = config.activation
+        self.transform = nn.Linear(config.width, config.width)
+        self.layer_norm = nn.LayerNorm(config.width, eps=config.layer_norm_eps)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, hidden: Tensor, token_embeddings: Tensor) -> Tensor:
+        """(B, T, D) final states and the (V, D) embedding table -> (B, T, V) a score for every word."""
+        transformed = self.layer_norm(ACTIVATIONS[self.activation_name](self.transform(hidden)))  # (B, T, D)
+        return F.linear(transformed, token_embeddings, self.bias)  # (B, T, V)
+
+
 class Encoder(nn.Module):
     """Embeddings, then L encoder blocks; every token attends to every other (bidirectional)."""
 
@@ -82,11 +106,19 @@ class Encoder(nn.Module):
             nn.LayerNorm(config.width, eps=config.layer_norm_eps) if config.norm_placement == "pre" else None
         )
         self.pooler = nn.Linear(config.width, config.width) if config.pooler else None
+        self.masked_lm_head = MaskedLMHead(config) if config.masked_lm_head else None
 
     def pool(self, last_hidden_state: Tensor) -> Tensor:
         """(B, T, D) -> (B, D): the [CLS] vector, through BERT's pooler (dense + tanh) when there is one."""
         summary = last_hidden_state[:, 0]
         return summary if self.pooler is None else torch.tanh(self.pooler(summary))
+
+    def masked_lm_logits(self, last_hidden_state: Tensor) -> Tensor:
+        """(B, T, D) -> (B, T, V): at every position, a score for each word of the vocabulary being the one
+        there (what fills a [MASK]). Only for a checkpoint that kept its masked-LM head."""
+        if self.masked_lm_head is None:
+            raise ValueError("this encoder has no masked-language-model head: its checkpoint was saved without one")
+        return self.masked_lm_head(last_hidden_state, self.embeddings.token.weight)
 
     def forward(
         self,

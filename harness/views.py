@@ -66,6 +66,8 @@ OTHER_TABS = dict(
         _tab("encoder", "enc_tab", "Pre-LN vs post-LN", 2, False),
         _tab("encoder", "enc_tab", "Feed-forward", 2, True),
         _tab("encoder", "enc_tab", "Classification head", 2, False),
+        # The embedded MiniLM has no masked-LM head: the tab says which checkpoints would fill the mask.
+        _tab("encoder", "enc_tab", "Fill the mask", 0, False),
         _tab("encoder", "enc_tab", "Parameters", 0, False),
         _tab("decoder", "dec_tab", "Writing the answer", 1, False),
         _tab("decoder", "dec_tab", "Three families", 1, False),

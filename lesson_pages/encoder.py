@@ -1,7 +1,7 @@
 """The encoder stack: the studied text through every block of the model, from the embeddings to a
-classification head on [CLS], and what the stack is made of.
+classification head on [CLS], the words it guesses behind [MASK], and what the stack is made of.
 
-Seven tabs, and only the open one runs; above them, exercises to check yourself (`lessons.encoder.exercises`).
+Eight tabs, and only the open one runs; above them, exercises to check yourself (`lessons.encoder.exercises`).
 Every number comes from `lessons.encoder.analysis` and `lessons.encoder.tables`, every figure from
 `lessons.encoder.figures`; `lessons.encoder.ui` lays them out.
 """
@@ -20,6 +20,7 @@ SECTIONS = {
     links.LAYER_NORM: ui.show_layer_norm,
     links.FEED_FORWARD: ui.show_feed_forward,
     links.CLASSIFIER: ui.show_classifier,
+    links.FILL_MASK: ui.show_fill_mask,
     links.PARAMETERS: ui.show_parameters,
 }
 

@@ -65,9 +65,51 @@ BERT_CLASSIFIER = {
     **{f"encoder.{ours}": source for ours, source in BERT_ENCODER.items()},
     **_linear("classifier", "classifier"),
 }
-# Checkpoint tensors we knowingly leave behind: buffers, and heads of other tasks (masked-LM, NSP).
-BERT_IGNORED = (r"embeddings\.position_ids", r"cls\..*")
+# BertForMaskedLM's head (`cls.predictions`): transform.dense, the activation, transform.LayerNorm, then the
+# decoder, whose weight is tied to the word embeddings; its bias is `cls.predictions.bias`.
+BERT_MASKED_LM_HEAD = {
+    **_linear("masked_lm_head.transform", "cls.predictions.transform.dense"),
+    **_linear("masked_lm_head.layer_norm", "cls.predictions.transform.LayerNorm"),
+    "masked_lm_head.bias": Source("cls.predictions.bias"),
+}
+# Checkpoint tensors we knowingly leave behind: buffers, the next-sentence-prediction head, and the decoder's
+# copies of tensors loaded under other names (its weight is the word embeddings, its bias `cls.predictions.bias`;
+# `tied_decoder_differs` refuses a checkpoint where they are not copies).
+BERT_IGNORED = (r"embeddings\.position_ids", r"cls\.seq_relationship\..*", r"cls\.predictions\.decoder\.(weight|bias)")
 BERT_PREFIXES = ("bert.",)
+
+# RoBERTa (`RobertaModel` / `RobertaForMaskedLM`) keeps BERT's body names under `roberta.`; its head is `lm_head`.
+ROBERTA_MASKED_LM_HEAD = {
+    **_linear("masked_lm_head.transform", "lm_head.dense"),
+    **_linear("masked_lm_head.layer_norm", "lm_head.layer_norm"),
+    "masked_lm_head.bias": Source("lm_head.bias"),
+}
+ROBERTA_IGNORED = (r"embeddings\.position_ids", r"lm_head\.decoder\.(weight|bias)")
+ROBERTA_PREFIXES = ("roberta.",)
+
+# DistilBERT (`DistilBertModel` / `DistilBertForMaskedLM`): BERT's post-LN block under other names, no segment
+# embeddings and no pooler (Sanh et al., 2019). sa_layer_norm normalises the attention residual,
+# output_layer_norm the feed-forward residual.
+DISTILBERT_ENCODER = {
+    "embeddings.token.weight": Source("embeddings.word_embeddings.weight"),
+    "embeddings.position.weight": Source("embeddings.position_embeddings.weight"),
+    **_linear("embeddings.layer_norm", "embeddings.LayerNorm"),
+    **_linear("layers.{}.attention.query", "transformer.layer.{}.attention.q_lin"),
+    **_linear("layers.{}.attention.key", "transformer.layer.{}.attention.k_lin"),
+    **_linear("layers.{}.attention.value", "transformer.layer.{}.attention.v_lin"),
+    **_linear("layers.{}.attention.output", "transformer.layer.{}.attention.out_lin"),
+    **_linear("layers.{}.attention_norm", "transformer.layer.{}.sa_layer_norm"),
+    **_linear("layers.{}.feed_forward.expand", "transformer.layer.{}.ffn.lin1"),
+    **_linear("layers.{}.feed_forward.contract", "transformer.layer.{}.ffn.lin2"),
+    **_linear("layers.{}.feed_forward_norm", "transformer.layer.{}.output_layer_norm"),
+}
+DISTILBERT_MASKED_LM_HEAD = {
+    **_linear("masked_lm_head.transform", "vocab_transform"),
+    **_linear("masked_lm_head.layer_norm", "vocab_layer_norm"),
+    "masked_lm_head.bias": Source("vocab_projector.bias"),
+}
+DISTILBERT_IGNORED = (r"embeddings\.position_ids", r"vocab_projector\.weight")
+DISTILBERT_PREFIXES = ("distilbert.",)
 
 # GPT-2's layout (`GPT2Model` / `GPT2LMHeadModel`). Pre-LN: ln_1 before attention, ln_2 before the MLP.
 GPT2_DECODER = {
@@ -124,6 +166,48 @@ LLAMA_GGUF = {
 }
 # Precomputed rotary frequencies that some llama GGUFs carry (Llama 3's rope scaling); SmolLM2 has none.
 LLAMA_GGUF_IGNORED = (r"rope_freqs\.weight",)
+
+
+@dataclass(frozen=True)
+class EncoderLayout:
+    """How one BERT-family checkpoint names an encoder and its masked-LM head."""
+
+    key_map: dict[str, Source]  # the body and the head (a body built without a head asks only for its own)
+    ignored: tuple[str, ...]
+    prefixes: tuple[str, ...]  # the body's prefix in task checkpoints (`bert.`, `roberta.`, `distilbert.`)
+    # Tensors a checkpoint may store twice: (the head decoder's copy, the tensor it is tied to). Loading skips the
+    # copy, so a checkpoint where the two differ is refused rather than run with the wrong one.
+    tied_copies: tuple[tuple[str, str], ...]
+
+    @property
+    def head_marker(self) -> str:
+        """The checkpoint key whose presence says the masked-LM head was saved."""
+        return self.key_map["masked_lm_head.transform.weight"].key
+
+
+ENCODER_LAYOUTS = {
+    "bert": EncoderLayout(
+        {**BERT_ENCODER, **BERT_MASKED_LM_HEAD},
+        BERT_IGNORED,
+        BERT_PREFIXES,
+        (
+            ("cls.predictions.decoder.weight", "embeddings.word_embeddings.weight"),
+            ("cls.predictions.decoder.bias", "cls.predictions.bias"),
+        ),
+    ),
+    "roberta": EncoderLayout(
+        {**BERT_ENCODER, **ROBERTA_MASKED_LM_HEAD},
+        ROBERTA_IGNORED,
+        ROBERTA_PREFIXES,
+        (("lm_head.decoder.weight", "embeddings.word_embeddings.weight"), ("lm_head.decoder.bias", "lm_head.bias")),
+    ),
+    "distilbert": EncoderLayout(
+        {**DISTILBERT_ENCODER, **DISTILBERT_MASKED_LM_HEAD},
+        DISTILBERT_IGNORED,
+        DISTILBERT_PREFIXES,
+        (("vocab_projector.weight", "embeddings.word_embeddings.weight"),),
+    ),
+}
 
 
 def identity_map(parameter_names) -> dict[str, Source]:

@@ -72,6 +72,11 @@ class PretrainedModel:
     metadata: dict[str, Any] | None = None
 
     @property
+    def has_masked_lm_head(self) -> bool:
+        """Whether the checkpoint kept its masked-language-model head, so that the model can fill [MASK]."""
+        return isinstance(self.model, Encoder) and self.model.masked_lm_head is not None
+
+    @property
     def family(self) -> str:
         """ "encoder", "decoder" or "encoder-decoder" (see `config.family`)."""
         return family(self.config)
@@ -258,15 +263,25 @@ def _build(
         if raw_config.get("model_type") != "gpt2":
             raise ModelLoadError(f"Decoder checkpoints of type {raw_config.get('model_type')!r} are not supported.")
         return DecoderOnlyLM(config), keymaps.GPT2_DECODER, keymaps.GPT2_IGNORED, keymaps.GPT2_PREFIXES
-    if raw_config.get("model_type") != "bert":
+    model_type = raw_config.get("model_type")
+    layout = keymaps.ENCODER_LAYOUTS.get(str(model_type))
+    if layout is None:
         raise ModelLoadError(
-            f"Weights of type {raw_config.get('model_type')!r} cannot be loaded yet: use a BERT-family "
-            "encoder (model_type 'bert') or a GPT-2 decoder."
+            f"Weights of type {model_type!r} cannot be loaded yet: use a BERT-family encoder (model_type "
+            f"{', '.join(map(repr, keymaps.ENCODER_LAYOUTS))}) or a GPT-2 or Llama decoder."
         )
-    body = _strip_prefix(checkpoint, keymaps.BERT_PREFIXES)
-    # Some BERT checkpoints ship without the pooler: build the body to match what is there.
-    config = EncoderConfig(**{**vars(config), "pooler": "pooler.dense.weight" in body})
-    if "classifier.weight" in body:
+    body = _strip_prefix(checkpoint, layout.prefixes)
+    _check_tied_copies(body, layout)
+    # Build the body to match what the checkpoint kept: some BERT checkpoints ship without the pooler, and only
+    # those saved for masked-language modelling (bert-base-uncased, not sentence-transformers' MiniLM) have the head.
+    config = EncoderConfig(
+        **{
+            **vars(config),
+            "pooler": "pooler.dense.weight" in body,
+            "masked_lm_head": layout.head_marker in body,
+        }
+    )
+    if model_type == "bert" and "classifier.weight" in body:
         num_labels = body["classifier.weight"].shape[0]
         return (
             SequenceClassifier(config, num_labels),
@@ -274,7 +289,16 @@ def _build(
             keymaps.BERT_IGNORED,
             keymaps.BERT_PREFIXES,
         )
-    return Encoder(config), keymaps.BERT_ENCODER, keymaps.BERT_IGNORED, keymaps.BERT_PREFIXES
+    return Encoder(config), layout.key_map, layout.ignored, layout.prefixes
+
+
+def _check_tied_copies(body: dict[str, Tensor], layout: keymaps.EncoderLayout) -> None:
+    for copy, original in layout.tied_copies:
+        if copy in body and original in body and not torch.equal(body[copy], body[original]):
+            raise ModelLoadError(
+                f"This checkpoint's {copy} differs from {original}: its masked-LM decoder is not tied to the "
+                "embeddings, which only tied heads support here."
+            )
 
 
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json")

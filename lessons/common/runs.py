@@ -112,7 +112,7 @@ def join_layers(results: list[Any]) -> Any:
 
 def run_encoder(model, tokenizer, text: str, pair: str | None = None, max_tokens: int | None = None) -> EncoderRun:
     """Tokenize and run a traced forward pass (batch of one) on the model's device."""
-    max_tokens = max_tokens or model.config.max_positions
+    max_tokens = max_tokens or model.config.longest_input
     tokenized = tokenize(tokenizer, text, pair, max_tokens=max_tokens)
     device = next(model.parameters()).device
     input_ids = torch.tensor([tokenized.input_ids], device=device)

@@ -342,6 +342,7 @@ _COMPONENT_PATTERNS = (
     (r"final_norm\.", "final layer norm"),
     (r"pooler\.", "pooler"),
     (r"classifier\.", "classifier"),
+    (r"masked_lm_head\.", "masked-LM head"),
     (r"lm_head\.", "LM head"),
 )
 

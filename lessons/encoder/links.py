@@ -13,8 +13,9 @@ SENTENCE_B = "enc_sentence_b"
 WORD = "enc_word"  # the word followed
 NEURONS = "enc_neurons"  # how many of the most active feed-forward neurons are shown
 LABELS = "enc_labels"  # the number of labels K of the untrained classification head
+FILL_TOP_K = "enc_fill_k"  # how many words are shown for each [MASK]
 
 ATTENTION, HIDDEN_STATES, WORD_IN_CONTEXT = "Attention, all layers", "Hidden states", "A word in context"
 LAYER_NORM, FEED_FORWARD = "Pre-LN vs post-LN", "Feed-forward"
-CLASSIFIER, PARAMETERS = "Classification head", "Parameters"
-TABS = (ATTENTION, HIDDEN_STATES, WORD_IN_CONTEXT, LAYER_NORM, FEED_FORWARD, CLASSIFIER, PARAMETERS)
+CLASSIFIER, FILL_MASK, PARAMETERS = "Classification head", "Fill the mask", "Parameters"
+TABS = (ATTENTION, HIDDEN_STATES, WORD_IN_CONTEXT, LAYER_NORM, FEED_FORWARD, CLASSIFIER, FILL_MASK, PARAMETERS)

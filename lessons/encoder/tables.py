@@ -13,6 +13,7 @@ from typing import Literal
 import pandas as pd
 from torch import Tensor
 
+from lessons.common.runs import EncoderRun
 from lessons.encoder.analysis import (
     ClassifierHeadOutput,
     NormGrowth,
@@ -23,6 +24,7 @@ from lessons.encoder.analysis import (
     similarity_to_embeddings,
     similarity_to_previous_layer,
 )
+from lessons.encoder.fill_mask import FilledText, context_of
 
 # ---------------------------------------------------------------------------------------------------------
 # Depths and the vectors compared across them
@@ -175,3 +177,25 @@ def zoo_frame(zoo: Sequence[ZooEntry]) -> pd.DataFrame:
     )
     frame["≈"] = frame["parameters"].map(in_millions)
     return frame
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Filling [MASK]
+
+
+def fill_mask_frame(filled: FilledText, run: EncoderRun) -> pd.DataFrame:
+    """One row per mask and candidate word: which mask, the rank, the word, its probability and the tokens
+    around the mask (user text lands only in the dataframe, which never renders markdown)."""
+    rows = [
+        {
+            "mask": number,
+            "rank": rank,
+            "token": token,
+            "probability": round(probability, 4),
+            "around it": context_of(run, fill.position),
+        }
+        for number, fill in enumerate(filled.fills, start=1)
+        for rank, (token, probability) in enumerate(zip(fill.tokens, fill.probabilities), start=1)
+    ]
+    # The words and their probabilities first: on a phone the last columns are off the screen's edge.
+    return pd.DataFrame(rows, columns=["mask", "rank", "token", "probability", "around it"])

@@ -203,6 +203,61 @@ def head_shapes(has_pooler: bool, width: int, num_labels: int, probability_sum: 
     )
 
 
+# ----- filling [MASK] --------------------------------------------------------------------------------------
+
+FILL_MASK_INTRO = (
+    "BERT learned its weights by filling gaps: in pre-training, 15 % of the words of each text were hidden "
+    "behind a `[MASK]` token, and the model was scored on guessing them (Devlin et al., 2019, §3.1). Because "
+    "the encoder reads the whole text at once, the guess uses the words on both sides of the gap. A small "
+    "head does the guessing: one more dense layer on the masked position's final vector h, the activation, "
+    "a LayerNorm, then a score for every word w of the vocabulary, by the token embedding table E itself "
+    "(the table that turned words into vectors turns a vector back into words) plus a bias per word:"
+)
+FILL_MASK_FORMULA = (
+    r"\begin{gathered} u = \mathrm{LayerNorm}\big(\mathrm{GELU}(W h_{[\mathrm{MASK}]} + b)\big) \\ "
+    r"p(w) = \mathrm{softmax}\big(E\,u + b_{\mathrm{vocab}}\big)_w \end{gathered}"
+)
+FILL_TOP_K_HELP = "How many of the most probable words to show for each mask."
+FILLED_TEXT_LABEL = "Your text with each mask replaced by its most probable word:"
+FILL_MASK_TABLE_CAPTION = (
+    "The probabilities are over the whole vocabulary, so the k shown need not add up to 1. A token that "
+    "starts with ## continues a word (WordPiece); in RoBERTa's vocabulary, Ġ marks a space before the word."
+)
+
+
+def no_masked_lm_head(is_embedded: bool) -> str:
+    which = (
+        "The embedded all-MiniLM-L6-v2 was saved without its masked-language-model head (sentence-transformers "
+        "keeps only the encoder body)"
+        if is_embedded
+        else "The sidebar's model was saved without its masked-language-model head"
+    )
+    return (
+        f"{which}, so it cannot fill a mask. Checkpoints that keep the head: **bert-base-uncased** and "
+        "**distilbert-base-uncased** (write `[MASK]` in the text), **roberta-base** (write `<mask>`). To load "
+        "one, type its hub id (`bert-base-uncased`) or the path of a folder that holds it into the sidebar's "
+        "model field. It must be on this machine already (`huggingface-cli download bert-base-uncased` on a "
+        "machine with internet fills the Hugging Face cache), or the machine must reach the hub."
+    )
+
+
+def no_mask_in_text(mask_token: str) -> str:
+    return (
+        f"Your text has no `{mask_token}`. Write `{mask_token}` in the sidebar's text where a word should go, "
+        f"for example: *The capital of France is* `{mask_token}`*.*"
+    )
+
+
+def masks_left_out(num_masks: int, shown: int) -> str:
+    return (
+        f"Your text has {num_masks} masks; the first {shown} are filled here, each guessed with all the others hidden."
+    )
+
+
+def mask_chart_title(number: int, position: int) -> str:
+    return f"mask {number} (token {position}): the most probable words"
+
+
 # ----- what the stack is made of ---------------------------------------------------------------------------
 
 PARAMETERS_INTRO = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -16,19 +17,22 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from anatomy.blocks import ResidualBlock
+from anatomy.checkpoints.pretrained import DEFAULT_MODEL_NAME
 from anatomy.config import TransformerConfig, parameter_breakdown
-from anatomy.models import SequenceClassifier
+from anatomy.models import MaskedLMHead, SequenceClassifier
 from anatomy.trace import ModelTrace
+from lessons.common.next_token_figures import candidates_figure
 from lessons.common.runs import EncoderRun
 from lessons.common.ui import linked, loaders, widgets
 from lessons.common.ui.sidebar import StudyContext
-from lessons.encoder import analysis, figures, links, tables, text
+from lessons.encoder import analysis, figures, fill_mask, links, tables, text
 
 FULL_MAP_TOKENS = 128  # longer texts show the full-resolution map a window of query rows at a time
 WINDOW_TOKENS = 64  # rows in such a window, and tokens in the feed-forward heatmap
 DEMO_MAX_TOKENS = 128  # the untrained demonstration reads at most this many tokens
 MAX_SENTENCE_CHARS = 300
 MIN_LABELS, MAX_LABELS, DEFAULT_LABELS = 2, 10, 2
+MAX_FILL_TOP_K, DEFAULT_FILL_TOP_K = 20, 5
 
 
 @dataclass(frozen=True)
@@ -418,6 +422,38 @@ def show_classifier(traced: TracedText) -> None:
     st.dataframe(tables.classifier_table(head), hide_index=True)
     st.caption(text.CLASSIFIER_CAPTION)
     widgets.show_source(analysis.apply_classifier_head, analysis.untrained_classifier, SequenceClassifier)
+
+
+# ----- filling [MASK] --------------------------------------------------------------------------------------
+
+
+def show_fill_mask(traced: TracedText) -> None:
+    pretrained = traced.context.pretrained
+    st.markdown(text.FILL_MASK_INTRO)
+    st.latex(text.FILL_MASK_FORMULA)
+    mask_token = fill_mask.mask_token_of(pretrained.tokenizer)
+    if not pretrained.has_masked_lm_head or mask_token is None:
+        st.info(text.no_masked_lm_head(pretrained.name == DEFAULT_MODEL_NAME), icon=":material/info:")
+        return
+    top_k = linked.slider(
+        "Words shown per mask", links.FILL_TOP_K, 1, MAX_FILL_TOP_K, DEFAULT_FILL_TOP_K, help=text.FILL_TOP_K_HELP
+    )
+    filled = fill_mask.fill_masks(analysis.encoder_body(pretrained.model), traced.run, pretrained.tokenizer, top_k)
+    if not filled.fills:
+        st.info(text.no_mask_in_text(mask_token), icon=":material/edit:")
+        return
+    if filled.left_out:
+        st.caption(text.masks_left_out(filled.num_masks, len(filled.fills)))
+    widgets.show_literal(fill_mask.filled_in(traced.run, filled, pretrained.tokenizer), label=text.FILLED_TEXT_LABEL)
+    st.dataframe(tables.fill_mask_frame(filled, traced.run), hide_index=True)
+    st.caption(text.FILL_MASK_TABLE_CAPTION)
+    for number, fill in enumerate(filled.fills, start=1):
+        traced.show_figure(
+            f"enc_fill_chart_{number}",
+            (top_k,),
+            partial(candidates_figure, fill.tokens, fill.probabilities, text.mask_chart_title(number, fill.position)),
+        )
+    widgets.show_source(fill_mask.fill_masks, MaskedLMHead.forward)
 
 
 # ----- what the stack is made of ---------------------------------------------------------------------------

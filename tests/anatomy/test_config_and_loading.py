@@ -321,15 +321,6 @@ def test_a_folder_with_config_but_no_weights_says_so(broken_copy):
     assert "holds no weights" in load_error(broken_copy)
 
 
-def test_distilbert_weights_are_refused_by_model_type(tmp_path):
-    from transformers import DistilBertConfig, DistilBertModel
-
-    DistilBertModel(
-        DistilBertConfig(vocab_size=99, dim=32, n_layers=1, n_heads=4, hidden_dim=37, max_position_embeddings=64)
-    ).save_pretrained(tmp_path)
-    assert "Weights of type 'distilbert' cannot be loaded yet" in load_error(tmp_path)
-
-
 def test_a_t5_config_is_an_unsupported_model_type(tmp_path):
     from transformers import T5Config
 

@@ -25,7 +25,7 @@ TINY = dict(vocab_size=64, num_hidden_layers=1, num_attention_heads=2, intermedi
 @pytest.fixture(scope="module")
 def broken_folders(tmp_path_factory):
     """Model folders broken in the ways downloads and hand-copied checkpoints break, by name."""
-    from transformers import BertConfig, BertModel, DistilBertConfig, DistilBertModel, T5Config, T5Model
+    from transformers import AlbertConfig, AlbertModel, BertConfig, BertModel, T5Config, T5Model
 
     torch.manual_seed(0)
     root = tmp_path_factory.mktemp("broken-models")
@@ -48,9 +48,9 @@ def broken_folders(tmp_path_factory):
     mismatched = folder("weights_of_another_size")
     BertModel(BertConfig(hidden_size=16, max_position_embeddings=32, **TINY)).save_pretrained(mismatched)
     mismatched.joinpath("config.json").write_text((embedded / "config.json").read_text())  # says 384 wide
-    DistilBertModel(DistilBertConfig(vocab_size=64, dim=16, n_layers=1, n_heads=2, hidden_dim=32)).save_pretrained(
-        folder("distilbert_architecture")
-    )
+    AlbertModel(
+        AlbertConfig(vocab_size=64, embedding_size=8, hidden_size=16, num_attention_heads=2, intermediate_size=32)
+    ).save_pretrained(folder("albert_architecture"))
     T5Model(T5Config(vocab_size=64, d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2)).save_pretrained(
         folder("t5_architecture")
     )
@@ -71,7 +71,7 @@ FAULTS = [
     "no_weights",
     "truncated_weights",
     "weights_of_another_size",
-    "distilbert_architecture",
+    "albert_architecture",
     "t5_architecture",
     "trained_config_with_an_unknown_key",
     "trained_config_with_a_retired_name",
@@ -100,7 +100,7 @@ def test_the_messages_name_what_is_wrong(broken_folders):
         "no_weights": "holds no weights",
         "truncated_weights": "truncated or corrupt",
         "weights_of_another_size": "shape mismatch",
-        "distilbert_architecture": "'distilbert' cannot be loaded",
+        "albert_architecture": "unsupported model_type 'albert'",
         "t5_architecture": "unsupported model_type 't5'",
         "config_without_sizes": "could not be loaded",
         "trained_config_with_an_unknown_key": "unknown config key 'num_decoder_layer'",

@@ -67,7 +67,7 @@ class BlockingForward:
 def blocking_forward(monkeypatch):
     changed = threading.Condition()  # notified whenever a thread enters or leaves a pass or the gate's queue
     forward, gate = BlockingForward(changed), WatchedGate(loaders.MAX_CONCURRENT_FORWARDS, changed)
-    fake_model = SimpleNamespace(model=None, tokenizer=None, config=SimpleNamespace(max_positions=512))
+    fake_model = SimpleNamespace(model=None, tokenizer=None, config=SimpleNamespace(longest_input=512))
     monkeypatch.setattr(loaders, "run_encoder", forward)
     monkeypatch.setattr(loaders, "FORWARD_GATE", gate)
     monkeypatch.setattr(loaders, "get_model", lambda reference="": fake_model)

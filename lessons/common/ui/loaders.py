@@ -183,7 +183,7 @@ def _forget_run(run: EncoderRun) -> None:
 def _traced_run(reference: str, text: str, pair: str | None, token_cap: int | None) -> EncoderRun:
     # Only a cache miss gets here: a cached run is handed out without waiting at the gate.
     pretrained = get_model(reference)
-    max_tokens = min(token_cap, pretrained.config.max_positions) if token_cap else None
+    max_tokens = min(token_cap, pretrained.config.longest_input) if token_cap else None
     with FORWARD_GATE:
         return run_encoder(pretrained.model, pretrained.tokenizer, text, pair, max_tokens=max_tokens)
 

@@ -1,0 +1,88 @@
+"""What BERT was pre-trained to do: guess the word behind each [MASK] of a text (Devlin et al., 2019, §3.1).
+
+The encoder reads the whole text at once, so the guess at a masked position uses the words on both sides.
+The masked-LM head turns each masked position's final vector into one score per vocabulary word; a softmax
+makes them probabilities. Computed from the lesson's traced run (no second forward pass), torch only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from anatomy.models import Encoder
+from lessons.common.runs import EncoderRun
+
+MAX_MASKS_SHOWN = 6  # a text may hold many masks; the view fills the first few, and says how many it left
+MASK_TOKENS = ("[MASK]", "<mask>")  # BERT's and DistilBERT's, RoBERTa's: what the text box hint names
+
+
+@dataclass(frozen=True)
+class MaskFill:
+    """The most probable words at one masked position."""
+
+    position: int  # the [MASK]'s index among the text's tokens ([CLS] is 0)
+    token_ids: tuple[int, ...]  # the k best, most probable first
+    tokens: tuple[str, ...]
+    probabilities: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class FilledText:
+    """Every [MASK] of a text, the first few of them filled."""
+
+    mask_token: str  # as this checkpoint's tokenizer writes it: "[MASK]" or "<mask>"
+    num_masks: int  # how many the text holds (after any cut to the model's length)
+    fills: tuple[MaskFill, ...]  # the first MAX_MASKS_SHOWN, in text order
+
+    @property
+    def left_out(self) -> int:
+        return self.num_masks - len(self.fills)
+
+
+def mask_token_of(tokenizer) -> str | None:
+    """The tokenizer's mask token, or None if it has none (a decoder's tokenizer)."""
+    token = getattr(tokenizer, "mask_token", None)
+    return token if isinstance(token, str) and tokenizer.mask_token_id is not None else None
+
+
+def fill_masks(model: Encoder, run: EncoderRun, tokenizer, top_k: int) -> FilledText:
+    """The `top_k` most probable words at each of the first MAX_MASKS_SHOWN masked positions of `run`.
+
+    Only the masked positions go through the head: each costs one (D) × (D, V) product, where scoring every
+    position would cost T of them."""
+    mask_token = mask_token_of(tokenizer)
+    if mask_token is None:
+        raise ValueError("this tokenizer has no mask token")
+    mask_id = tokenizer.mask_token_id
+    positions = [index for index, token_id in enumerate(run.tokenized.input_ids) if token_id == mask_id]
+    shown = positions[:MAX_MASKS_SHOWN]
+    if not shown:
+        return FilledText(mask_token, 0, ())
+    with torch.inference_mode():
+        hidden = run.output.last_hidden_state[0, shown]  # (M, D): the final vectors at the masks
+        probabilities = model.masked_lm_logits(hidden[None])[0].float().softmax(dim=-1)  # (M, V)
+        best = probabilities.topk(min(top_k, probabilities.size(-1)), dim=-1)  # (M, k) each
+    fills = []
+    for position, ids, values in zip(shown, best.indices.tolist(), best.values.tolist()):
+        tokens = tuple(str(token) for token in tokenizer.convert_ids_to_tokens(ids))
+        fills.append(MaskFill(position, tuple(ids), tokens, tuple(values)))
+    return FilledText(mask_token, len(positions), tuple(fills))
+
+
+def filled_in(run: EncoderRun, filled: FilledText, tokenizer) -> str:
+    """The text as the model reads it, each filled mask replaced by its most probable word."""
+    ids = list(run.tokenized.input_ids)
+    for fill in filled.fills:
+        ids[fill.position] = fill.token_ids[0]
+    return str(tokenizer.decode(ids, skip_special_tokens=True))
+
+
+def context_of(run: EncoderRun, position: int, words_each_side: int = 4) -> str:
+    """The tokens around a position, the position itself marked: "capital of france is ▢ ." (for a caption)."""
+    tokens = run.tokenized.tokens
+    before = tokens[max(1, position - words_each_side) : position]  # not [CLS]
+    after = tokens[position + 1 : position + 1 + words_each_side]
+    after = tuple(token for token in after if token not in ("[SEP]", "</s>"))
+    return " ".join((*before, "▢", *after))
