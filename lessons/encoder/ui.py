@@ -428,6 +428,13 @@ def show_classifier(traced: TracedText) -> None:
 
 
 def show_fill_mask(traced: TracedText) -> None:
+    """The words the model's masked-LM head puts behind each mask; without a head, which checkpoints have one.
+    The code is shown either way: it is what would run."""
+    _fill_the_masks(traced)
+    widgets.show_source(fill_mask.fill_masks, MaskedLMHead.forward)
+
+
+def _fill_the_masks(traced: TracedText) -> None:
     pretrained = traced.context.pretrained
     st.markdown(text.FILL_MASK_INTRO)
     st.latex(text.FILL_MASK_FORMULA)
@@ -453,7 +460,6 @@ def show_fill_mask(traced: TracedText) -> None:
             (top_k,),
             partial(candidates_figure, fill.tokens, fill.probabilities, text.mask_chart_title(number, fill.position)),
         )
-    widgets.show_source(fill_mask.fill_masks, MaskedLMHead.forward)
 
 
 # ----- what the stack is made of ---------------------------------------------------------------------------
