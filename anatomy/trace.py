@@ -6,7 +6,7 @@ on demand, by the very operations the forward ran, so it gets the same numbers b
 feed-forward sublayer here, and in `AttentionTrace`, which lives beside the attention that makes it
 (`anatomy.attention`), the scores, weights, mask and output projection. Not storing them takes a 512-token
 MiniLM trace from 161 MB to 42 MB (the weights alone are 12 heads × 512 × 512 floats, 12.6 MB a layer), and a
-2,048-token SmolLM2 traced forward's peak from 3.1 GB to 1.3 GB over the weights (benchmarks/long_text.py).
+2,048-token SmolLM2 traced forward's peak from 2.7 GB to 1.4 GB over the weights (benchmarks/long_text.py).
 """
 
 from __future__ import annotations
