@@ -29,7 +29,6 @@ from anatomy.attention import MultiHeadAttention
 from anatomy.cache import LayerCache
 from anatomy.config import DecoderConfig, NormPlacement, TransformerConfig
 from anatomy.feedforward import FeedForward
-from anatomy.masks import causal_mask, combine_masks
 from anatomy.norms import make_norm
 from anatomy.rotary import Rotation
 from anatomy.trace import LayerTrace
@@ -157,13 +156,12 @@ class DecoderLayer(ResidualBlock):
         num_cached = 0 if cache is None else cache.length
         if rotation is None:
             rotation = rotation_of(self.config, x, num_cached)
-        causal = causal_mask(x.size(1), x.device, num_cached) if self.causal else None  # (T, S)
-        self_mask = combine_masks(causal, mask)
-
+        # The causal mask is the attention's to add: told that it is all there is, torch's kernel skips the keys
+        # after each query instead of reading a (T, S) mask.
         attended = self.sublayer(
             x,
             self.attention_norm,
-            lambda h: self.attention(h, mask=self_mask, trace=trace, rotation=rotation, cache=cache),
+            lambda h: self.attention(h, mask=mask, causal=self.causal, trace=trace, rotation=rotation, cache=cache),
         )
         x = attended.output
         norm_outputs = {"attention_norm": attended.norm_output}

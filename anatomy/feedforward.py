@@ -59,5 +59,5 @@ class FeedForward(nn.Module):
         output = self.contract(activation)  # (B, T, D); the block applies dropout, as to every sublayer's output
         if not trace:
             return output, None
-        # The activations are not kept: the trace recomputes them from the pre-activations (see FeedForwardTrace).
-        return output, FeedForwardTrace(preactivation, output, nonlinearity, gate_preactivation)
+        # Nothing of width F is kept: the trace recomputes it from the input (see FeedForwardTrace).
+        return output, FeedForwardTrace(hidden, self.expand, self.contract, nonlinearity, self.gate)

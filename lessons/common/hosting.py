@@ -31,7 +31,7 @@ EMBEDDED = ""  # how the allowlist (and the sidebar's model field) names the emb
 LANGUAGE_MODEL = "SmolLM2-135M-Instruct"  # how they name the embedded SmolLM2 (lesson 9's model)
 
 # Defaults in hosted mode. 5,000 characters is two pages of prose, more than the 512 tokens MiniLM reads;
-# 512 tokens is MiniLM's own limit, where one traced run holds about 67 MB.
+# 512 tokens is MiniLM's own limit, where one traced run holds about 42 MB.
 HOSTED_MAX_CHARACTERS = 5_000
 HOSTED_MAX_TOKENS = 512
 HOSTED_TRAINING_BUDGET_SECONDS = 30.0

@@ -1,7 +1,7 @@
 """Keeping the server's resident memory within a free hosting tier's limit (700 MB).
 
-Two things make it grow. First, cached results: a traced 512-token MiniLM run holds 67 MB, a 10-token one
-1.4 MB, so the traced-run cache is bounded by bytes (`ByteBudget`), not only by a count of entries.
+Two things make it grow. First, cached results: a traced 512-token MiniLM run holds 42 MB, a 10-token one
+0.8 MB, so the traced-run cache is bounded by bytes (`ByteBudget`), not only by a count of entries.
 Second, memory that was freed but never handed back: a traced run allocates and frees hundreds of megabytes
 of tensors, and glibc's malloc keeps much of it. Blocks above the mmap threshold are returned when freed,
 but glibc raises that threshold to the size of each large block freed (up to 32 MB), so soon every tensor

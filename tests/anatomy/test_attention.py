@@ -257,3 +257,112 @@ def test_the_attention_module_and_the_trace_module_do_not_import_each_other():
     attention_imports = imported_modules(anatomy_folder / "attention.py")
     assert "anatomy.trace" not in attention_imports
     assert AttentionTrace.__module__ == "anatomy.attention"
+
+
+# ── the fused path: a causal flag and shared heads read in place ───────────────────────────────────────
+
+
+def grouped_qkv(tokens: int, num_keys: int | None = None, seed: int = 5):
+    """Queries for 6 heads, keys and values for 2 shared heads (grouped-query attention, 3 query heads each)."""
+    generator = torch.Generator().manual_seed(seed)
+    query = torch.randn(2, 6, tokens, HEAD_WIDTH, generator=generator)
+    key, value = (torch.randn(2, 2, num_keys or tokens, HEAD_WIDTH, generator=generator) for _ in range(2))
+    return query, key, value
+
+
+def old_fused_path(query, key, value, mask):
+    """The fused path as it was: the full (T, S) mask handed to torch, every shared head copied per query head."""
+    output = torch.nn.functional.scaled_dot_product_attention(
+        query, key.repeat_interleave(3, dim=1), value.repeat_interleave(3, dim=1), attn_mask=mask
+    )
+    return output.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+
+
+@pytest.mark.parametrize(
+    "tokens, num_keys, padding",
+    [(9, 9, None), (4, 9, None), (9, 9, torch.tensor([[1] * 9, [1] * 6 + [0] * 3]))],
+    ids=["causal", "after-5-cached-tokens", "causal-and-padding"],
+)
+def test_the_fused_causal_path_reading_shared_heads_equals_the_explicit_mask_and_copied_heads_bit_for_bit(
+    tokens, num_keys, padding
+):
+    query, key, value = grouped_qkv(tokens, num_keys)
+    given = None if padding is None else padding_mask(padding)
+    fused, _ = scaled_dot_product_attention(query, key, value, given, need_weights=False, causal=True)
+    explicit_mask = combine_masks(causal_mask(tokens, num_cached=num_keys - tokens), given)
+    assert torch.equal(fused, old_fused_path(query, key, value, explicit_mask))
+    written_out, weights = scaled_dot_product_attention(query, key, value, given, causal=True)
+    assert weights.shape == (2, 6, tokens, num_keys)  # one map per query head
+    assert largest_difference(fused, written_out) <= 1e-6
+
+
+def recorded_fused_calls(monkeypatch) -> list[dict]:
+    """Every call of torch's fused attention from anatomy.attention, with its keyword arguments and key."""
+    calls: list[dict] = []
+    fused = torch.nn.functional.scaled_dot_product_attention
+
+    def recording(query, key, value, **options):
+        calls.append({"key_heads": key.size(1), **options})
+        return fused(query, key, value, **options)
+
+    monkeypatch.setattr(anatomy.attention.F, "scaled_dot_product_attention", recording)
+    return calls
+
+
+def small_llama():
+    from anatomy.config import DecoderConfig
+    from anatomy.models import DecoderOnlyLM
+
+    torch.manual_seed(0)
+    config = DecoderConfig(
+        vocab_size=40, max_positions=32, width=24, num_layers=2, num_heads=6, num_kv_heads=2, ff_width=32,
+        dropout=0.0, norm_kind="rms", positions="rotary", feed_forward="gated", activation="silu", bias=False,
+    )  # fmt: skip
+    return DecoderOnlyLM(config).eval()
+
+
+def test_an_unpadded_decoder_tells_torch_its_mask_is_causal_and_reads_the_shared_heads_in_place(monkeypatch):
+    model = small_llama()
+    calls = recorded_fused_calls(monkeypatch)
+    model(torch.randint(0, 40, (2, 9), generator=torch.Generator().manual_seed(0)))
+    assert len(calls) == 2  # one per layer
+    for call in calls:
+        assert call["attn_mask"] is None and call["is_causal"] and call["enable_gqa"]
+        assert call["key_heads"] == 2  # the two shared heads, not six copies
+
+
+def test_a_padded_batch_keeps_the_explicit_mask_and_its_real_tokens_see_no_padding(monkeypatch):
+    model = small_llama()
+    input_ids = torch.randint(0, 40, (2, 9), generator=torch.Generator().manual_seed(0))
+    real_tokens = torch.tensor([[1] * 9, [1] * 6 + [0] * 3])  # the second text: 6 tokens, then 3 pads
+    calls = recorded_fused_calls(monkeypatch)
+    padded = model(input_ids, attention_mask=real_tokens).logits
+    for call in calls:
+        assert call["attn_mask"] is not None and not call.get("is_causal", False)
+        assert call["attn_mask"].shape == (2, 1, 9, 9)  # causal and padding together
+    alone = model(input_ids[1:, :6]).logits  # the second text without its pads
+    assert largest_difference(padded[1, :6], alone[0]) <= 1e-5
+    traced = model(input_ids, attention_mask=real_tokens, trace=True).logits
+    assert largest_difference(padded, traced) <= 1e-5
+
+
+def test_a_traced_forward_weighs_one_head_at_a_time_and_its_trace_derives_those_weights_bit_for_bit(monkeypatch):
+    """SmolLM2's shape of attention (9 query heads sharing 3 key/value heads, d_head 64) on 300 tokens."""
+    torch.manual_seed(0)
+    grouped = MultiHeadAttention(576, 9, num_kv_heads=3, bias=False).eval()
+    forward_weights: list[torch.Tensor] = []
+    one_weighing = anatomy.attention.attention_weights
+
+    def recording(query, key, mask=None):
+        forward_weights.append(one_weighing(query, key, mask))
+        return forward_weights[-1]
+
+    monkeypatch.setattr(anatomy.attention, "attention_weights", recording)
+    hidden = torch.randn(1, 300, 576, generator=torch.Generator().manual_seed(1))
+    _, trace = grouped(hidden, causal=True, trace=True)
+    assert [weights.shape for weights in forward_weights] == [(1, 1, 300, 300)] * 9  # one head's map at a time
+    monkeypatch.undo()
+    assert torch.equal(trace.weights, torch.cat(forward_weights, dim=1))
+    assert torch.equal(
+        trace.head_outputs, torch.cat([w @ v for w, v in zip(forward_weights, trace.value.split(1, 1))], 1)
+    )

@@ -66,6 +66,15 @@ def reference(checkpoint_folder):
 
 
 @pytest.fixture(scope="module")
+def sdpa_reference(checkpoint_folder):
+    """transformers' default attention: torch's fused kernel, told the mask is causal, reading shared heads in place."""
+    from transformers import LlamaForCausalLM
+
+    model = LlamaForCausalLM.from_pretrained(str(checkpoint_folder), attn_implementation="sdpa")
+    return model.eval().requires_grad_(False)
+
+
+@pytest.fixture(scope="module")
 def input_ids():
     return torch.randint(0, VOCABULARY, (2, 13), generator=torch.Generator().manual_seed(3))
 
@@ -95,6 +104,10 @@ def test_logits_every_hidden_state_and_every_attention_map_match_llama_for_causa
     for layer in range(2):
         assert largest_difference(mine.hidden_states[layer], theirs.hidden_states[layer]) <= TOLERANCE
     assert largest_difference(mine.last_hidden_state, theirs.hidden_states[-1]) <= TOLERANCE
+
+
+def test_the_untraced_forward_gives_transformers_sdpa_logits_bit_for_bit(ours, sdpa_reference, input_ids):
+    assert torch.equal(ours(input_ids).logits, sdpa_reference(input_ids).logits)
 
 
 def test_the_fused_attention_path_without_trace_gives_the_same_logits(ours, input_ids):

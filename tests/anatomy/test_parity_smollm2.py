@@ -48,6 +48,18 @@ def reference(chat_model):
 
 
 @pytest.fixture(scope="module")
+def sdpa_reference(chat_model):
+    """transformers' default attention, which pages without maps are measured against (benchmarks/long_text.py)."""
+    from transformers import LlamaForCausalLM
+
+    path = chat_model.loaded.folder / chat_model.loaded.name
+    model = LlamaForCausalLM.from_pretrained(
+        str(path.parent), gguf_file=path.name, attn_implementation="sdpa", dtype=torch.float32
+    )
+    return model.eval().requires_grad_(False)
+
+
+@pytest.fixture(scope="module")
 def prompts(chat_model) -> dict[str, torch.Tensor]:
     chat = chat_model.chat_prompt([{"role": "user", "content": "What is the capital of France?"}])
     texts = {
@@ -94,6 +106,11 @@ def test_logits_hidden_states_and_attention_maps_equal_transformers_eager(ours, 
     )
     assert mine.attentions[0].shape == (1, 9, input_ids.size(1), input_ids.size(1))
     assert max(differences.values()) <= TOLERANCE, differences
+
+
+@pytest.mark.parametrize("prompt", ["france", "512-tokens"])
+def test_the_untraced_forward_gives_transformers_sdpa_logits_bit_for_bit(ours, sdpa_reference, prompts, prompt):
+    assert torch.equal(ours(prompts[prompt]).logits, sdpa_reference(prompts[prompt]).logits)
 
 
 def test_paris_follows_the_capital_of_france_with_probability_0_7725(ours, chat_model, prompts):

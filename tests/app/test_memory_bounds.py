@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from anatomy.attention import scaled_dot_product_attention
 from anatomy.config import DecoderConfig, EncoderConfig
@@ -56,11 +55,11 @@ def test_a_traced_run_holds_no_token_by_token_matrix_and_grows_linearly(embedded
         assert len(run.tokenized) == tokens
         assert all(tensor.shape[-2:] != (tokens, tokens) for tensor in every_tensor(run))
     assert memory.tensor_bytes(runs[100]) == 2 * memory.tensor_bytes(runs[50])
-    # Per token, in float32: each of the 6 layers keeps 10 vectors of width 384 (Q, K, V, head outputs, attention
-    # output, two residual sums, the first norm's output, feed-forward output, layer output; the heads'
-    # concatenation is derived from their outputs) and the 1536 pre-activations; the embeddings keep 5. That is
-    # 67 MiB at 512 tokens.
-    assert memory.tensor_bytes(runs[100]) == 100 * 4 * (6 * (10 * 384 + 1536) + 5 * 384)
+    # Per token, in float32: each of the 6 layers keeps 8 vectors of width 384 (Q, K, V, head outputs, two
+    # residual sums, the first norm's output, the layer output); the heads' concatenation, the attention output
+    # and everything of the feed-forward sublayer are derived from them. The embeddings keep 5. That is 41 MB at
+    # 512 tokens.
+    assert memory.tensor_bytes(runs[100]) == 100 * 4 * (6 * (8 * 384) + 5 * 384)
 
 
 def test_the_weights_a_trace_reports_are_the_forwards_bit_for_bit_with_a_padding_mask():
@@ -84,15 +83,47 @@ def test_the_weights_a_trace_reports_are_the_forwards_bit_for_bit_with_the_causa
     assert torch.equal(trace.layers[1].attention.weights[0][:, future], torch.zeros(3, 55))
 
 
-def test_the_feed_forward_activations_a_trace_reports_are_the_ones_the_forward_contracted():
+LLAMA_SWITCHES = dict(norm_kind="rms", positions="rotary", feed_forward="gated", activation="silu", bias=False)
+
+
+def record_projections(model) -> dict[tuple[int, str], tuple[torch.Tensor, torch.Tensor]]:
+    """What each layer's output projection and feed-forward projections were given and returned in the forward."""
+    seen: dict[tuple[int, str], tuple[torch.Tensor, torch.Tensor]] = {}
+    for index, layer in enumerate(model.layers):
+        named = {"attention output": layer.attention.output, "contract": layer.feed_forward.contract}
+        named.update(expand=layer.feed_forward.expand, gate=layer.feed_forward.gate)
+        for name, module in named.items():
+            if module is not None:
+                module.register_forward_hook(
+                    lambda _, given, result, key=(index, name): seen.__setitem__(key, (given[0], result))
+                )
+    return seen
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        lambda: Encoder(EncoderConfig(**SMALL)),
+        lambda: DecoderOnlyLM(DecoderConfig(**{**SMALL, "num_heads": 6, "num_kv_heads": 2}, **LLAMA_SWITCHES)),
+    ],
+    ids=["post-LN encoder", "llama decoder"],
+)
+def test_what_a_trace_derives_is_what_the_forward_computed_bit_for_bit(model):
     torch.manual_seed(0)
-    model = Encoder(EncoderConfig(**SMALL)).eval()
+    model = model().eval()
+    seen = record_projections(model)
     with torch.inference_mode():
-        trace = model(torch.randint(1, 50, (1, 7)), trace=True).trace
-    for module, layer in zip(model.layers, trace.layers):
-        activation = layer.feed_forward.hidden_activation
-        assert torch.equal(activation, F.gelu(layer.feed_forward.hidden_preactivation))
-        assert torch.equal(module.feed_forward.contract(activation), layer.feed_forward.output)
+        trace = model(torch.randint(1, 50, (2, 7)), trace=True).trace
+    gated = any(name == "gate" for _, name in seen)
+    for index, layer in enumerate(trace.layers):  # read outside inference mode, as a page may
+        feed_forward = layer.feed_forward
+        assert torch.equal(layer.attention.output, seen[index, "attention output"][1])
+        assert torch.equal(feed_forward.hidden_preactivation, seen[index, "expand"][1])
+        assert torch.equal(feed_forward.hidden_activation, seen[index, "contract"][0])
+        assert torch.equal(feed_forward.output, seen[index, "contract"][1])
+        if gated:
+            assert torch.equal(feed_forward.gate_preactivation, seen[index, "gate"][1])
+    assert gated == isinstance(model, DecoderOnlyLM)
 
 
 @pytest.mark.slow

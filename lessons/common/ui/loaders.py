@@ -31,7 +31,7 @@ T = TypeVar("T")
 RunKey = tuple[str, str, str | None, int | None]  # reference, text, second sentence, token cap
 
 # Traced runs kept in memory: at most this many, holding at most this many bytes together (a 512-token
-# MiniLM trace holds 67 MB, a 10-token one 1.4 MB), the run just used always kept. The server holds about
+# MiniLM trace holds 42 MB, a 10-token one 0.8 MB), the run just used always kept. The server holds about
 # 460 MB once the model is loaded (torch alone is 220 MB), so this leaves room for one 512-token run plus
 # shorter ones, the pages' own caches and a forward pass in progress within a free tier's 700 MB.
 MAX_CACHED_RUNS = 8

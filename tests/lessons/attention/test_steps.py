@@ -93,7 +93,15 @@ def test_a_masked_trace_marks_every_forbidden_score_minus_infinity():
     query, key, value = (torch.randn(1, 2, 4, 3, generator=generator) for _ in range(3))  # (B, H, T, d_head)
     mask = causal_mask(4)[None, None]  # (1, 1, T, T)
     head_outputs, _ = scaled_dot_product_attention(query, key, value, mask)
-    trace = AttentionTrace(query, key, value, mask, head_outputs, head_outputs)
+    trace = AttentionTrace(
+        query=query,
+        shared_key=key,
+        shared_value=value,
+        given_mask=mask,
+        causal=False,
+        head_outputs=head_outputs,
+        project=lambda concatenated: concatenated,
+    )
     steps = traced_head_steps("abcd", trace, head=1, layer_input=torch.zeros(1, 4, 6))
     above_diagonal = ~causal_mask(4)
     assert torch.isneginf(steps.masked_scores[above_diagonal]).all()
