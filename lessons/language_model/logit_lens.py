@@ -65,3 +65,12 @@ def _lens(model: DecoderOnlyLM, state: Tensor) -> Tensor:
     """(P, D) residual stream -> (P, V) log-probabilities of the next token: the final norm, then the output
     matrix, as the model's own head reads its last layer."""
     return F.log_softmax(F.linear(model.final_norm(state), output_matrix(model)).float(), dim=-1)
+
+
+def settled_depth(lens: LogitLens, column: int) -> int:
+    """The first depth from which the lens's best token at `column` is the final one and stays so."""
+    best = lens.top_ids[:, column, 0]
+    depth = len(best) - 1
+    while depth > 0 and best[depth - 1] == best[-1]:
+        depth -= 1
+    return depth
