@@ -100,21 +100,24 @@ def layer_head_figure(scores, title: str, score_name: str, zmax: float = 1.0) ->
 
 
 def divergence_figure(divergence, positions: Sequence[int], pieces: Sequence[str], title: str) -> go.Figure:
-    """KL(final ‖ depth) for each depth (0: the embeddings), one line per position read through the lens."""
+    """KL(final ‖ layer) after each layer, one line per position read through the lens. `divergence` is
+    (L + 1, P) with the embeddings first: they are left out, their divergence (often over 100 nats) would
+    flatten every other point against the axis."""
+    layers = list(range(len(divergence) - 1))
     figure = go.Figure(
         [
             go.Scatter(
-                x=list(range(len(divergence))),
-                y=[float(value) for value in divergence[:, column]],
+                x=layers,
+                y=[float(value) for value in divergence[1:, column]],
                 mode="lines+markers",
                 name=f"{position} {safe_label(piece)}",
-                hovertemplate=f"after layer %{{x}} − 1<br>{position} {safe_label(piece)}: KL = %{{y:.3f}} nats"
+                hovertemplate=f"after layer %{{x}}<br>{position} {safe_label(piece)}: KL = %{{y:.3f}} nats"
                 "<extra></extra>",
             )
             for column, (position, piece) in enumerate(zip(positions, pieces))
         ]
     )
-    figure.update_xaxes(title="depth (0: the embeddings; d: after layer d − 1)", automargin=True)
-    figure.update_yaxes(title="KL divergence from the final guess (nats)", rangemode="tozero", automargin=True)
+    figure.update_xaxes(title="after layer", automargin=True)
+    figure.update_yaxes(title="KL from the final guess (nats)", rangemode="tozero", automargin=True)
     figure.update_layout(legend=dict(orientation="h", x=0, y=-0.3, yanchor="top"))
     return style(figure, title, height=460)

@@ -440,17 +440,17 @@ def show_induction(chat: ChatModel) -> None:
         pd.DataFrame(
             {
                 "as trained": [test.losses.first, test.losses.second],
-                f"heads {switched} off": [test.losses_without_them.first, test.losses_without_them.second],
+                "best five off": [test.losses_without_them.first, test.losses_without_them.second],
             },
             index=["first copy", "second copy"],
         ),
         key="lm_copy_losses",
-        column_config={"as trained": st.column_config.NumberColumn(format="%.3f")}
-        | {f"heads {switched} off": st.column_config.NumberColumn(format="%.3f")},
+        column_config={name: st.column_config.NumberColumn(format="%.3f") for name in ("as trained", "best five off")},
     )
     st.caption(
         "Mean loss in nats per token (−log of the probability the model gave the right token), each copy from its "
-        "second token on; heads named layer.head. Guessing uniformly among 49,152 tokens would cost 10.8."
+        f"second token on. Switched off: heads {switched} (layer.head). Guessing uniformly among 49,152 tokens "
+        "would cost 10.8."
     )
 
 
@@ -475,7 +475,8 @@ def show_logit_lens(chat: ChatModel, tokens: ModelTokens, study_text: str) -> No
     if len(tokens) > logit_lens.POSITIONS:
         end = linked.slider("Last position read", links.LENS_END, logit_lens.POSITIONS - 1, end, end)
     lens = loaders.unless_out_of_memory(lambda: lens_of(study_text, token_cap(), end), len(study_text))
-    st.dataframe(lens_table(chat, lens, tokens), key="lm_lens_table", height=420)
+    table = lens_table(chat, lens, tokens)
+    st.dataframe(table, key="lm_lens_table", height=38 + 35 * len(table))  # every depth: the last ones matter most
     last = len(lens.positions) - 1
     final = reading.piece_of(chat, int(lens.top_ids[-1, last, 0]))
     settled = logit_lens.settled_depth(lens, last)
@@ -491,6 +492,8 @@ def show_logit_lens(chat: ChatModel, tokens: ModelTokens, study_text: str) -> No
         ),
         "lm_lens_divergence",
     )
+    embedded = ", ".join(f"{value:.0f}" for value in lens.divergence[0].tolist())
+    st.caption(f"Left out of the chart: the embeddings' divergence from the final guess, {embedded} nats.")
 
 
 # --- The chat template -------------------------------------------------------------------------------------

@@ -290,7 +290,7 @@ def test_the_logit_lens_table_and_divergences_are_the_lenss_and_end_on_the_model
     drawn = chart(app, "lm_lens_divergence")["data"]
     assert len(drawn) == 5
     for column, line in enumerate(drawn):
-        assert np.allclose(numbers(line["y"]), lens.divergence[:, column].numpy(), atol=1e-9)
+        assert np.allclose(numbers(line["y"]), lens.divergence[1:, column].numpy(), atol=1e-9)
         assert numbers(line["y"])[-1] == 0.0
     assert "is the lens's best token from layer 29 on" in all_markdown(app)
 
