@@ -146,6 +146,10 @@ def runs_for(study_text: str) -> exercises.PageRuns:
         attention=lambda layer: loaders.unless_out_of_memory(
             lambda: attention_of(study_text, cap, layer), len(study_text)
         ),
+        lens=lambda: loaders.unless_out_of_memory(
+            lambda: lens_of(study_text, cap, len(tokens_of(study_text, cap)) - 1), len(study_text)
+        ),
+        induction=induction,
     )
 
 
