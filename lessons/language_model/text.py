@@ -129,7 +129,7 @@ SINK_EXPERIMENT = """
 **Take a layer's sink away.** Run your text again with one layer's attention changed: every row (but the
 first, which has nothing else to read) gives the first token nothing and is renormalised over the other
 tokens. The rest of the model runs as always. If the sink were idle weight, nothing would change; the loss
-below says how much the model relied on it.
+(the mean of −log p over every token the model could have predicted) says how much the model relied on it.
 """
 
 INDUCTION = f"""

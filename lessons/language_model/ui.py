@@ -378,6 +378,10 @@ def show_sinks(chat: ChatModel, tokens: ModelTokens, study_text: str) -> None:
     if len(tokens) < 2:
         st.info("The loss needs at least two tokens: a first token, and one to predict.", icon=":material/edit_note:")
         return
+    # Two more readings of the whole text (one of them edited): at 512 tokens they would double the tab's first
+    # paint, so they run when the learner asks.
+    if not linked.toggle("Remove one layer's sink", links.SINK_REMOVAL):
+        return
     num_layers = reading.decoder_of(chat).config.num_layers
     layer = linked.selectbox(
         "Layer whose sink is removed",

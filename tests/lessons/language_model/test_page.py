@@ -250,7 +250,8 @@ def test_the_sink_maps_are_every_heads_first_token_importance_and_the_page_quote
 
 
 def test_removing_the_linked_layers_sink_shows_the_losses_and_guesses_the_experiment_computes(chat):
-    app = open_tab(links.SINKS, **{links.SINK_LAYER: "5"})
+    assert not [frame for frame in open_tab(links.SINKS).dataframe if "next token" in frame.value.columns]
+    app = open_tab(links.SINKS, **{links.SINK_REMOVAL: "true", links.SINK_LAYER: "5"})
     removal = heads.remove_sink(reading.decoder_of(chat), tuple(chat.encode(PROMPT)), 5)
     table = table_with(app, "loss (nats per token)")
     assert table.index.tolist() == ["as trained", "layer 5 without its sink"]
