@@ -323,6 +323,31 @@ class AttentionTrace:
         return attention_weights(self.query, self.key, self.mask)
 
 
+@dataclass(frozen=True)
+class AttentionEdit:
+    """A change to one attention sublayer for one call: what an experiment asks of a part of the model ("what
+    if this layer could not rest on its first token?", "what if these heads said nothing?").
+
+    The change travels with the call instead of being set on the model, which every session shares.
+    `reweight` turns the weights (B, H, T, S) into the weights the values are read with; the heads in
+    `heads_off` have their outputs zeroed before W_O, so they add nothing to the residual stream.
+    """
+
+    reweight: Callable[[Tensor], Tensor] | None = None
+    heads_off: tuple[int, ...] = ()
+
+    def attend(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None) -> Tensor:
+        """(B, H, T, d_head) the heads' outputs with the change made: the weights are the forward's own
+        (`attention_weights`), reweighted, then read with the values."""
+        weights = attention_weights(query, key, mask)  # (B, H, T, S)
+        if self.reweight is not None:
+            weights = self.reweight(weights)
+        head_outputs = weights @ value  # (B, H, T, d_head)
+        if self.heads_off:
+            head_outputs[:, list(self.heads_off)] = 0.0
+        return head_outputs
+
+
 class MultiHeadAttention(nn.Module):
     """All heads at once: one projection each for Q, K and V, split into heads by a reshape.
 
@@ -365,6 +390,7 @@ class MultiHeadAttention(nn.Module):
         trace: bool = False,
         rotation: Rotation | None = None,
         cache: LayerCache | None = None,
+        edit: AttentionEdit | None = None,
     ) -> tuple[Tensor, AttentionTrace | None]:
         """(B, T, D) queries' source and (B, S, D) keys' and values' source (the same sequence when None)
         -> (B, T, D), plus every intermediate when trace=True.
@@ -372,8 +398,11 @@ class MultiHeadAttention(nn.Module):
         `causal` adds the causal mask to `mask` (self-attention of a decoder: each token reads those before it).
         `rotation` holds the angles of the queries' positions (`Rotation.at`), needed with rotary embeddings.
         `cache` holds the keys and values of earlier tokens: this call's are appended to it, and the queries
-        attend to all of them.
+        attend to all of them. `edit` changes this call's weights or silences heads (an experiment); such a call
+        records no trace, whose weights are recomputed unedited from Q and K.
         """
+        if edit is not None and trace:
+            raise ValueError("an edited attention records no trace: the trace would show the unedited weights")
         source = queries_from if keys_and_values_from is None else keys_and_values_from
         query = split_heads(self.query(queries_from), self.num_heads)  # (B, H, T, d_head)
         key = split_heads(self.key(source), self.num_kv_heads)  # (B, H_kv, S, d_head)
@@ -385,6 +414,11 @@ class MultiHeadAttention(nn.Module):
             key = rotation.apply(key)  # so does a key's: cached keys stay valid
         if cache is not None:
             key, value = cache.extend(key, value)  # (B, H_kv, S, d_head) the earlier tokens' and these
+        if edit is not None:  # an experiment, for this call only: weights changed or heads silenced
+            allowed = with_causal_mask(mask, query.size(-2), key.size(-2), query.device) if causal else mask
+            heads = query.size(1)
+            head_outputs = edit.attend(query, per_query_head(key, heads), per_query_head(value, heads), allowed)
+            return self.output(merge_heads(head_outputs)), None
         if not trace:  # torch's fused kernel: no weights to show
             head_outputs, _ = scaled_dot_product_attention(query, key, value, mask, need_weights=False, causal=causal)
             return self.output(merge_heads(head_outputs)), None  # (B, T, D) the heads side by side, through W_O

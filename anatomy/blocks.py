@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from anatomy.attention import MultiHeadAttention
+from anatomy.attention import AttentionEdit, MultiHeadAttention
 from anatomy.cache import LayerCache
 from anatomy.config import DecoderConfig, NormPlacement, TransformerConfig
 from anatomy.feedforward import FeedForward
@@ -147,11 +147,13 @@ class DecoderLayer(ResidualBlock):
         memory_mask: Tensor | None = None,
         cache: LayerCache | None = None,
         rotation: Rotation | None = None,
+        attention_edit: AttentionEdit | None = None,
     ) -> tuple[Tensor, LayerTrace | None]:
         """(B, T, D) -> (B, T, D). `mask` (padding) is combined with the causal mask; `memory` (B, S, D) is the
         encoder's output, which cross-attention reads, and `memory_mask` hides its padding. With a `cache`, x
         continues the cached tokens: they are attended to, and this call's keys and values join them.
-        A rotary layer computes its `rotation` when it is not given one (`rotation_of`)."""
+        A rotary layer computes its `rotation` when it is not given one (`rotation_of`). `attention_edit` changes
+        this call's self-attention (see `AttentionEdit`)."""
         layer_input = x
         num_cached = 0 if cache is None else cache.length
         if rotation is None:
@@ -161,7 +163,9 @@ class DecoderLayer(ResidualBlock):
         attended = self.sublayer(
             x,
             self.attention_norm,
-            lambda h: self.attention(h, mask=mask, causal=self.causal, trace=trace, rotation=rotation, cache=cache),
+            lambda h: self.attention(
+                h, mask=mask, causal=self.causal, trace=trace, rotation=rotation, cache=cache, edit=attention_edit
+            ),
         )
         x = attended.output
         norm_outputs = {"attention_norm": attended.norm_output}

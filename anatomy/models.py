@@ -4,12 +4,14 @@ Llama-family model such as SmolLM2 when its configuration says so)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from anatomy.attention import AttentionEdit
 from anatomy.blocks import DecoderLayer, EncoderLayer, rotation_of
 from anatomy.cache import KVCache
 from anatomy.config import DecoderConfig, EncoderConfig
@@ -53,6 +55,7 @@ def _run_stack(
     final_norm=None,
     cache=None,
     keep_hidden_states=True,
+    attention_edits=None,
     **layer_kwargs,
 ):
     """Feed the embeddings through every block, keeping each block's output (unless told not to) and trace."""
@@ -61,6 +64,8 @@ def _run_stack(
     for index, layer in enumerate(layers):
         if cache is not None:
             layer_kwargs["cache"] = cache.layers[index]
+        if attention_edits:
+            layer_kwargs["attention_edit"] = attention_edits.get(index)
         hidden, layer_trace = layer(hidden, mask, trace=trace, **layer_kwargs)
         if keep_hidden_states:
             hidden_states.append(hidden)
@@ -188,6 +193,7 @@ class DecoderOnlyLM(nn.Module):
         cache: KVCache | None = None,
         last_logits_only: bool = False,
         keep_hidden_states: bool = True,
+        attention_edits: Mapping[int, AttentionEdit] | None = None,
     ) -> StackOutput:
         """(B, T) ids -> logits (B, T, V) for the token after each position.
 
@@ -196,6 +202,8 @@ class DecoderOnlyLM(nn.Module):
         alone, (B, 1, V): all that generation needs, and the LM head is a large share of a small model's work.
         `keep_hidden_states=False` lets each block's output go once the next block has read it: a forward that
         wants only logits (generation) then holds one (B, T, D) state at a time instead of L + 1.
+        `attention_edits` maps a layer's index to a change of its self-attention for this call alone (an
+        experiment: see `AttentionEdit`); the layers it does not name run as always.
         """
         num_cached = 0 if cache is None else cache.length
         embedded, embedding_trace = self.embeddings(input_ids, trace=trace, first_position=num_cached)
@@ -210,6 +218,7 @@ class DecoderOnlyLM(nn.Module):
             self.final_norm,
             cache,
             keep_hidden_states,
+            attention_edits,
             rotation=rotation,
         )
         head = self.embeddings.token.weight if self.lm_head is None else self.lm_head.weight  # (V, D)

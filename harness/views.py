@@ -74,6 +74,9 @@ OTHER_TABS = dict(
         _tab("language_model", "lm_tab", "Writing", 1, True),
         _tab("language_model", "lm_tab", "Attention", 1, True),
         _tab("language_model", "lm_tab", "Chat template", 0, False),
+        _tab("language_model", "lm_tab", "Attention sinks", 2, True),
+        _tab("language_model", "lm_tab", "Induction heads", 1, False),
+        _tab("language_model", "lm_tab", "Logit lens", 1, True),
     ]
 )
 VIEWS = {**LESSONS, **OTHER_TABS}

@@ -3,6 +3,7 @@ and reads a chat laid out by its template."""
 
 import streamlit as st
 
+from anatomy.attention import AttentionEdit
 from anatomy.blocks import DecoderLayer
 from anatomy.cache import LayerCache
 from anatomy.feedforward import FeedForward
@@ -11,7 +12,7 @@ from anatomy.norms import RMSNorm
 from anatomy.rotary import Rotation
 from lessons.common import decoder_attention
 from lessons.common.ui import check_yourself, frame, sidebar, widgets
-from lessons.language_model import exercises, links, text, ui, writing
+from lessons.language_model import exercises, heads, links, logit_lens, text, ui, writing
 
 context = sidebar.current()
 st.title("A real language model: SmolLM2")
@@ -34,5 +35,10 @@ widgets.show_source(
     writing.write,
     generation_steps,
     decoder_attention.layer_attention,
+    heads.importance,
+    heads.diagonal_score,
+    heads.without_first_token,
+    AttentionEdit,
+    logit_lens.logit_lens,
 )
 frame.previous_and_next("language_model")

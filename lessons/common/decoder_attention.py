@@ -5,6 +5,8 @@ every browser session shares.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import torch
 from torch import Tensor, nn
 
@@ -46,3 +48,21 @@ def traced_attention(block: nn.Module, hidden: Tensor, rotation: Rotation | None
     if trace is None:
         raise TypeError(f"{type(block).__name__} returned no trace")
     return trace.attention
+
+
+@torch.no_grad()
+def each_layer_attention(model: DecoderOnlyLM, ids: tuple[int, ...]) -> Iterator[Tensor]:
+    """(H, T, T) the attention weights of every query head, one layer after another, float32 on the CPU.
+
+    For measures taken on every layer: each layer's maps are handed over and let go before the next layer runs,
+    so a scan of 30 layers at 512 tokens holds one layer's 9.4 MB at a time, not a whole trace.
+    """
+    hidden, _ = model.embeddings(as_batch(ids, model))  # (1, T, D)
+    rotation = rotation_of(model.config, hidden)
+    for block in model.layers:
+        hidden, trace = block(hidden, trace=True, rotation=rotation)
+        if trace is None:
+            raise TypeError(f"{type(block).__name__} returned no trace")
+        weights = trace.attention.weights[0].float().cpu()  # (H, T, T)
+        del trace  # the block's other intermediates go before the caller measures the weights
+        yield weights

@@ -1,6 +1,7 @@
-"""The language-model lesson's exercises on the learner's text: which token SmolLM2 writes next, and how much of
-one head's attention rests on the first token (the "attention sink"). Both read the page's own cached runs of
-SmolLM2 (`PageRuns`), and only the open exercise asks for one."""
+"""The language-model lesson's exercises on the learner's text: which token SmolLM2 writes next, how much of
+one head's attention rests on the first token (the "attention sink"), from which layer on the logit lens shows
+the final guess, and how well a repeated copy of random tokens is predicted. All read the page's own cached runs
+of SmolLM2 (`PageRuns`), and only the open exercise asks for one."""
 
 from __future__ import annotations
 
@@ -9,19 +10,20 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from lessons.common.exercises import Exercise, Offer
+from lessons.common.exercises import Exercise, Offer, options_around
 from lessons.common.llm import readable
 from lessons.common.llm.readable import ModelTokens
 from lessons.common.llm.smollm2 import ChatModel
 from lessons.common.safe_text import code_span, visible
 from lessons.common.windows import crop, focus_window
-from lessons.language_model import figures, reading
+from lessons.language_model import figures, heads, logit_lens, reading
 from lessons.language_model.reading import Candidates
 
 NEXT_TOKEN_OPTIONS = 5  # the model's five best guesses: enough to make the learner think, few enough to read
 ENDING_TOKENS = 8  # the question quotes the text's last tokens, the ones the guess follows
 SINK_LAYER, SINK_HEAD = 18, 0  # a head whose share of the first token moves with the text (about 0.5 to 0.9)
 SINK_TOLERANCE = 0.05
+COPY_LOSS_TOLERANCE = 1.0  # nats per token: the question is whether the second copy is easy, not the decimals
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,8 @@ class PageRuns:
 
     candidates: Callable[[], Candidates]  # the most probable next tokens, best first
     attention: Callable[[int], Tensor]  # layer -> (H, T, T) that layer's attention maps
+    lens: Callable[[], logit_lens.LogitLens]  # the logit lens at the text's last positions
+    induction: Callable[[], heads.InductionTest]  # random tokens repeated twice (the same for every text)
 
 
 def _ending(chat: ChatModel, tokens: ModelTokens) -> str:
@@ -130,7 +134,71 @@ def first_token_share(chat: ChatModel, tokens: ModelTokens | None, runs: PageRun
     )
 
 
+def _layer_named(depth: int) -> str:
+    return "the embeddings" if depth == 0 else f"layer {depth - 1}"
+
+
+def lens_layer(chat: ChatModel, tokens: ModelTokens | None, runs: PageRuns) -> Exercise | None:
+    """From which layer on the logit lens's best token after the text is the model's final guess."""
+    if tokens is None:
+        return None
+    lens = runs.lens()
+    last = len(lens.positions) - 1
+    settled = logit_lens.settled_depth(lens, last)
+    final = code_span(readable.piece_of(chat, int(lens.top_ids[-1, last, 0])))
+    depths = options_around(settled, list(range(lens.top_ids.size(0))), count=4)
+    options = tuple(_layer_named(depth) for depth in depths)
+    answer = _layer_named(settled)
+    return Exercise(
+        question=(
+            f"After “{_ending(chat, tokens)}” SmolLM2's guess is {final}. Read through the logit lens (the final "
+            "norm and the output matrix applied to each layer's output), from which layer on is it the best token "
+            "and stays so?"
+        ),
+        answer=answer,
+        options=options,
+        explanation=(
+            f"The lens puts {final} on top from **{answer}** on. Before, the layers' outputs read as other "
+            "tokens, often punctuation or a frequent word: the answer is assembled late, and the KL divergence "
+            "from the final guess falls to 0 only in the last layers (nostalgebraist 2020)."
+        ),
+        figure=lambda: figures.divergence_figure(
+            lens.divergence[:, last:],
+            lens.positions[last:],
+            [tokens.pieces[lens.positions[last]]],
+            f"The last position's distance from the final guess: {final.strip('` ')} from {answer} on",
+        ),
+    )
+
+
+def second_copy_loss(chat: ChatModel, tokens: ModelTokens | None, runs: PageRuns) -> Exercise:
+    """The loss on a repeated copy of random tokens: in-context learning, in numbers."""
+    test = runs.induction()
+    layer, head, score = heads.ranked(test.induction, 1)[0]
+    return Exercise(
+        question=(
+            f"SmolLM2 reads {test.copy_length} random tokens, then the same {test.copy_length} again. On the first "
+            f"copy its loss is {test.losses.first:.1f} nats per token (it guesses badly: nothing can be predicted). "
+            f"What is its loss on the second copy? One decimal; answers within ±{COPY_LOSS_TOLERANCE:g} count."
+        ),
+        answer=round(test.losses.second, 1),
+        decimals=1,
+        tolerance=COPY_LOSS_TOLERANCE,
+        explanation=(
+            f"**{test.losses.second:.1f}** nats per token: the second copy can be read off the first. Induction "
+            f"heads do it: from each token they look at the token that followed it last time. The best, layer "
+            f"{layer}, head {head}, puts {score:.2f} of its attention exactly there. With the five best switched "
+            f"off, the second copy costs {test.losses_without_them.second:.1f} (Olsson et al. 2022)."
+        ),
+        figure=lambda: figures.layer_head_figure(
+            test.induction, f"Induction scores: layer {layer}, head {head} is best ({score:.2f})", "induction score"
+        ),
+    )
+
+
 OFFERS = {
     "next-token": Offer("The next token", next_token),
     "first-token": Offer("Attention to the first token", first_token_share),
+    "lens-layer": Offer("Where the guess appears", lens_layer),
+    "second-copy": Offer("A copy read twice", second_copy_loss),
 }

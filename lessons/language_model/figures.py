@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from lessons.common.matrix_figures import weights_figure
 from lessons.common.next_token_figures import CHOSEN_COLOUR, OTHER_COLOUR, candidates_figure
-from lessons.common.plots import safe_label, style
+from lessons.common.plots import heatmap, safe_label, style
 
 FRAME_COLOUR = "#E4572E"  # the app's second colour: it stands out on the purple attention scale
 
@@ -75,3 +75,49 @@ def writing_figure(
     figure.update_yaxes(range=[0, 1.05], title="probability", automargin=True)
     figure.update_layout(legend=dict(orientation="h", x=0, y=-0.45, yanchor="top"))
     return style(figure, title, height=420)
+
+
+def layer_head_figure(scores, title: str, score_name: str, zmax: float = 1.0) -> go.Figure:
+    """An (L, H) map of one score, a row per layer and a column per query head, on a fixed 0–zmax scale so
+    that two maps of the same score compare at a glance."""
+    num_layers, num_heads = scores.shape
+    figure = heatmap(
+        scores,
+        [f"layer {layer}" for layer in range(num_layers)],
+        [f"head {head}" for head in range(num_heads)],
+        title,
+        zmin=0.0,
+        zmax=zmax,
+        row_title="layer",
+        column_title="query head",
+        hover_name=score_name,
+    )
+    figure.update_yaxes(
+        tickvals=list(range(0, num_layers, 3)), ticktext=[str(layer) for layer in range(0, num_layers, 3)]
+    )
+    figure.update_xaxes(ticktext=[str(head) for head in range(num_heads)])
+    return style(figure, title, height=560)
+
+
+def divergence_figure(divergence, positions: Sequence[int], pieces: Sequence[str], title: str) -> go.Figure:
+    """KL(final ‖ layer) after each layer, one line per position read through the lens. `divergence` is
+    (L + 1, P) with the embeddings first: they are left out, their divergence (often over 100 nats) would
+    flatten every other point against the axis."""
+    layers = list(range(len(divergence) - 1))
+    figure = go.Figure(
+        [
+            go.Scatter(
+                x=layers,
+                y=[float(value) for value in divergence[1:, column]],
+                mode="lines+markers",
+                name=f"{position} {safe_label(piece)}",
+                hovertemplate=f"after layer %{{x}}<br>{position} {safe_label(piece)}: KL = %{{y:.3f}} nats"
+                "<extra></extra>",
+            )
+            for column, (position, piece) in enumerate(zip(positions, pieces))
+        ]
+    )
+    figure.update_xaxes(title="after layer", automargin=True)
+    figure.update_yaxes(title="KL from the final guess (nats)", rangemode="tozero", automargin=True)
+    figure.update_layout(legend=dict(orientation="h", x=0, y=-0.3, yanchor="top"))
+    return style(figure, title, height=460)

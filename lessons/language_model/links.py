@@ -17,6 +17,10 @@ HEAD = "lm_head"
 WINDOW_START = "lm_window_start"  # first token of the window a long text is shown through
 MESSAGE = "lm_message"  # the user's message put through the chat template
 REPLY = "lm_reply"  # let the model answer that message
+SINK_REMOVAL = "lm_sink_off"  # run the experiment that removes one layer's attention sink
+SINK_LAYER = "lm_sink_layer"  # the layer whose attention sink is removed
+LENS_END = "lm_lens_end"  # the last position the logit lens reads (it reads a few before it too)
 
 NEXT_TOKEN, WRITING, ATTENTION, CHAT = ("The next token", "Writing", "Attention", "Chat template")
-TABS = (NEXT_TOKEN, WRITING, ATTENTION, CHAT)
+SINKS, INDUCTION, LOGIT_LENS = ("Attention sinks", "Induction heads", "Logit lens")
+TABS = (NEXT_TOKEN, WRITING, ATTENTION, CHAT, SINKS, INDUCTION, LOGIT_LENS)

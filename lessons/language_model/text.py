@@ -3,13 +3,17 @@
 Sources a reader can find: Vaswani et al., "Attention Is All You Need" (2017); Zhang & Sennrich, "Root Mean
 Square Layer Normalization" (2019); Su et al., "RoFormer" (2021, rotary positions); Ainslie et al., "GQA" (2023);
 Shazeer, "GLU Variants Improve Transformer" (2020); Holtzman et al., "The Curious Case of Neural Text
-Degeneration" (2019, top-p); Allal et al., "SmolLM2" (2025).
+Degeneration" (2019, top-p); Allal et al., "SmolLM2" (2025); Gu et al., "When Attention Sink Emerges in Language
+Models" (2024); Olsson et al., "In-context Learning and Induction Heads" (2022); nostalgebraist, "interpreting
+GPT: the logit lens" (2020).
 """
 
 from __future__ import annotations
 
 from lessons.common.decoder_attention import MAX_TOKENS
 from lessons.common.llm.readable import SHOWN_SPACE, readable_piece
+from lessons.language_model.heads import COPY_LENGTH, RANDOM_TOKENS, SINK_THRESHOLD
+from lessons.language_model.logit_lens import POSITIONS
 from lessons.language_model.writing import MAX_NEW_TOKENS
 
 INTRO = """
@@ -108,6 +112,53 @@ A chat model reads a conversation as one text, laid out by its **chat template**
 each message between the special tokens `<|im_start|>` and `<|im_end|>`, after its role. The template adds a
 system message of its own, and ends with `<|im_start|>assistant`, so the most likely next text is an answer.
 The special tokens are single tokens that no typed text produces... unless it spells them out exactly.
+"""
+
+SINKS = f"""
+**Attention sinks.** Many heads of a trained model give most of their attention to the very first token,
+whatever it is. Gu et al. (2024, *When Attention Sink Emerges in Language Models*) measure it so that models can
+be compared: the **importance** of position *k* to a head is the weight A[i, k] averaged over every query
+*i ≥ k* that can see it, and a head counts as a **sink** when the first token's importance exceeds
+ε = {SINK_THRESHOLD}; the **sink rate** is the share of the model's query heads that do. Below, every head of
+SmolLM2 on your text, and on {RANDOM_TOKENS} random tokens (drawn with a fixed seed), which mean nothing: a sink
+is not about the words. On a short text the number runs high: the first query can read only the first token,
+so it alone gives it 1/T of the average.
+"""
+
+SINK_EXPERIMENT = """
+**Take a layer's sink away.** Run your text again with one layer's attention changed: every row (but the
+first, which has nothing else to read) gives the first token nothing and is renormalised over the other
+tokens. The rest of the model runs as always. If the sink were idle weight, nothing would change; the loss
+(the mean of −log p over every token the model could have predicted) says how much the model relied on it.
+"""
+
+INDUCTION = f"""
+**Induction heads** (Olsson et al. 2022, *In-context Learning and Induction Heads*) complete patterns seen
+earlier in the context: after *… A B … A*, they look at the *B* that followed *A* last time, and the model
+says *B*. The standard test: {COPY_LENGTH} random tokens (a fixed seed), then the same {COPY_LENGTH} again. On
+the first copy nothing can be predicted; on the second, everything can, by copying. A head's **induction
+score** is its mean weight from each token of the second copy to the token right after that token's first
+occurrence: the diagonal of its map {COPY_LENGTH} − 1 places left of the main one (as TransformerLens computes it).
+**Previous-token heads** (the diagonal just left of the main one) and **duplicate-token heads** (the earlier copy
+of the token itself) are scored on their own diagonals of the same maps: induction is built from a
+previous-token head in an earlier layer.
+"""
+
+INDUCTION_ABLATION = """
+**Switch them off.** The same sequence again, with the five best induction heads contributing nothing (their
+outputs zeroed before W_O). The first copy barely notices; the second copy becomes nearly as surprising as
+the first.
+"""
+
+LOGIT_LENS = f"""
+**The logit lens** (nostalgebraist 2020, *interpreting GPT: the logit lens*): the model only guesses at the end,
+but every layer's output lives in the same residual stream, so the model's own ending (the final RMSNorm and
+the tied output matrix) can read a guess out of each of them. The table shows, for the last {POSITIONS}
+positions of your text (or those before the position you pick), the best next token after every layer with
+its probability; the chart how far each layer's guess is from the final one (the KL divergence, in nats: 0
+once they agree, and exactly 0 at the last layer, whose output is what the model's head reads). Depth 0 is
+the embeddings themselves: with tied embeddings, the token's own row scores best against itself, so the
+lens there mostly "predicts" the token already read.
 """
 
 SIDEBAR_MODEL = (

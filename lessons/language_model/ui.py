@@ -12,13 +12,13 @@ import pandas as pd
 import streamlit as st
 
 from anatomy.generation import Sampling
-from lessons.common import decoder_attention, hosting
+from lessons.common import decoder_attention, hosting, safe_text
 from lessons.common.llm import readable
 from lessons.common.llm.readable import ModelTokens
 from lessons.common.llm.smollm2 import ChatModel
 from lessons.common.ui import charts, linked, loaders, widgets
 from lessons.common.windows import FOCUS_WINDOW, crop, focus_window
-from lessons.language_model import exercises, figures, links, reading, text, writing
+from lessons.language_model import exercises, figures, heads, links, logit_lens, reading, text, writing
 
 CACHED_TEXTS = 16  # token lists are small: a class trying texts one after another
 CACHED_RUNS = 8  # candidates and written steps: a few kB each
@@ -97,6 +97,47 @@ def reply_to(message: str) -> tuple[writing.Step, ...]:
         return writing.write(reading.decoder_of(chat), ids, writing.MAX_NEW_TOKENS, stop_token_ids=chat.stop_token_ids)
 
 
+@st.cache_resource(max_entries=CACHED_RUNS, show_spinner="Measuring every head of SmolLM2 on your text…")
+def sinks_of(study_text: str, cap: int):
+    ids = tokens_of(study_text, cap).ids
+    with loaders.FORWARD_GATE:
+        return heads.first_token_importance(reading.decoder_of(model()), ids)  # (L, H)
+
+
+def special_ids(chat: ChatModel) -> set[int]:
+    return set(chat.tokenizer.get_added_tokens_decoder())
+
+
+@st.cache_resource(max_entries=1, show_spinner="Measuring every head of SmolLM2 on random tokens…")
+def sinks_on_random_tokens():
+    chat = model()
+    ids = heads.random_token_ids(heads.RANDOM_TOKENS, reading.decoder_of(chat).config.vocab_size, special_ids(chat))
+    with loaders.FORWARD_GATE:
+        return heads.first_token_importance(reading.decoder_of(chat), ids)  # (L, H)
+
+
+@st.cache_resource(max_entries=CACHED_RUNS, show_spinner="Reading your text again without that layer's sink…")
+def sink_removal(study_text: str, cap: int, layer: int) -> heads.SinkRemoval:
+    ids = tokens_of(study_text, cap).ids
+    with loaders.FORWARD_GATE:
+        return heads.remove_sink(reading.decoder_of(model()), ids, layer)
+
+
+@st.cache_resource(max_entries=1, show_spinner="Scoring every head on random tokens repeated twice…")
+def induction() -> heads.InductionTest:
+    chat = model()
+    with loaders.FORWARD_GATE:
+        return heads.induction_test(reading.decoder_of(chat), special_ids(chat))
+
+
+@st.cache_resource(max_entries=CACHED_RUNS, show_spinner="Reading every layer through the logit lens…")
+def lens_of(study_text: str, cap: int, end: int) -> logit_lens.LogitLens:
+    ids = tokens_of(study_text, cap).ids
+    positions = range(max(0, end + 1 - logit_lens.POSITIONS), end + 1)
+    with loaders.FORWARD_GATE:
+        return logit_lens.logit_lens(reading.decoder_of(model()), ids, positions)
+
+
 def runs_for(study_text: str) -> exercises.PageRuns:
     """The exercises' way to the cached runs on this text: only the open exercise runs the model, and the tab it
     opens afterwards finds the run done."""
@@ -106,6 +147,10 @@ def runs_for(study_text: str) -> exercises.PageRuns:
         attention=lambda layer: loaders.unless_out_of_memory(
             lambda: attention_of(study_text, cap, layer), len(study_text)
         ),
+        lens=lambda: loaders.unless_out_of_memory(
+            lambda: lens_of(study_text, cap, len(tokens_of(study_text, cap)) - 1), len(study_text)
+        ),
+        induction=induction,
     )
 
 
@@ -302,6 +347,164 @@ def show_attention(chat: ChatModel, tokens: ModelTokens, study_text: str) -> Non
     )
 
 
+# --- Attention sinks --------------------------------------------------------------------------------------
+
+
+def sink_caption(importance, where: str) -> str:
+    sinks = int((importance > heads.SINK_THRESHOLD).sum())
+    return (
+        f"Sink rate {where}: **{heads.sink_rate(importance):.1%}** ({sinks} of {importance.numel()} heads give the "
+        f"first token an importance above {heads.SINK_THRESHOLD})."
+    )
+
+
+def show_sinks(chat: ChatModel, tokens: ModelTokens, study_text: str) -> None:
+    st.markdown(text.SINKS)
+    on_text = loaders.unless_out_of_memory(lambda: sinks_of(study_text, token_cap()), len(study_text))
+    on_random = sinks_on_random_tokens()
+    left, right = st.columns(2)
+    with left:
+        charts.show(
+            figures.layer_head_figure(on_text, f"Your text ({len(tokens)} tokens)", "first-token importance"),
+            "lm_sinks_text",
+        )
+        st.markdown(sink_caption(on_text, "on your text"))
+    with right:
+        charts.show(
+            figures.layer_head_figure(on_random, f"{heads.RANDOM_TOKENS} random tokens", "first-token importance"),
+            "lm_sinks_random",
+        )
+        st.markdown(sink_caption(on_random, "on random tokens"))
+    st.markdown(text.SINK_EXPERIMENT)
+    if len(tokens) < 2:
+        st.info("The loss needs at least two tokens: a first token, and one to predict.", icon=":material/edit_note:")
+        return
+    # Two more readings of the whole text (one of them edited): at 512 tokens they would double the tab's first
+    # paint, so they run when the learner asks.
+    if not linked.toggle("Remove one layer's sink", links.SINK_REMOVAL):
+        return
+    num_layers = reading.decoder_of(chat).config.num_layers
+    layer = linked.selectbox(
+        "Layer whose sink is removed",
+        links.SINK_LAYER,
+        range(num_layers),
+        3,
+        parse=int,
+        format_func=lambda i: f"layer {i}",
+    )
+    removal = loaders.unless_out_of_memory(lambda: sink_removal(study_text, token_cap(), layer), len(study_text))
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "loss (nats per token)": [removal.loss_before, removal.loss_after],
+                "next token": [readable.piece_of(chat, p.token_id) for p in (removal.next_before, removal.next_after)],
+                "its probability": [removal.next_before.probability, removal.next_after.probability],
+            },
+            index=["as trained", f"layer {layer} without its sink"],
+        ),
+        key="lm_sink_removal",
+        column_config={
+            name: st.column_config.NumberColumn(format="%.4f") for name in ("loss (nats per token)", "its probability")
+        },
+    )
+
+
+# --- Induction heads ---------------------------------------------------------------------------------------
+
+
+def ranking_table(test: heads.InductionTest, k: int = 5) -> pd.DataFrame:
+    columns: dict[str, list] = {}
+    for name, scores in (
+        ("induction", test.induction),
+        ("previous-token", test.previous_token),
+        ("duplicate-token", test.duplicate_token),
+    ):
+        best = heads.ranked(scores, k)
+        columns[f"{name} head"] = [f"layer {layer}, head {head}" for layer, head, _ in best]
+        columns[f"{name} score"] = [score for _, _, score in best]
+    return pd.DataFrame(columns, index=range(1, k + 1))
+
+
+def show_induction(chat: ChatModel) -> None:
+    st.markdown(text.INDUCTION)
+    test = induction()
+    charts.show(
+        figures.layer_head_figure(
+            test.induction, f"Induction scores, {test.copy_length} random tokens twice", "induction score"
+        ),
+        "lm_induction",
+        about="random tokens",
+    )
+    st.dataframe(
+        ranking_table(test),
+        key="lm_head_ranking",
+        column_config={
+            f"{name} score": st.column_config.NumberColumn(format="%.3f")
+            for name in ("induction", "previous-token", "duplicate-token")
+        },
+    )
+    st.markdown(text.INDUCTION_ABLATION)
+    switched = ", ".join(f"{layer}.{head}" for layer, head in test.switched_off)
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "as trained": [test.losses.first, test.losses.second],
+                "best five off": [test.losses_without_them.first, test.losses_without_them.second],
+            },
+            index=["first copy", "second copy"],
+        ),
+        key="lm_copy_losses",
+        column_config={name: st.column_config.NumberColumn(format="%.3f") for name in ("as trained", "best five off")},
+    )
+    st.caption(
+        "Mean loss in nats per token (−log of the probability the model gave the right token), each copy from its "
+        f"second token on. Switched off: heads {switched} (layer.head). Guessing uniformly among 49,152 tokens "
+        "would cost 10.8."
+    )
+
+
+# --- The logit lens ----------------------------------------------------------------------------------------
+
+
+def lens_table(chat: ChatModel, lens: logit_lens.LogitLens, tokens: ModelTokens) -> pd.DataFrame:
+    columns: dict[str, list] = {}
+    for column, position in enumerate(lens.positions):
+        cells = []
+        for depth in range(lens.top_ids.size(0)):
+            piece = readable.piece_of(chat, int(lens.top_ids[depth, column, 0]))
+            cells.append(f"{piece} {float(lens.top_probabilities[depth, column, 0]):.2f}")
+        columns[f"{position} {tokens.pieces[position]}"] = cells
+    depths = ["embeddings"] + [f"after layer {layer}" for layer in range(lens.top_ids.size(0) - 1)]
+    return pd.DataFrame(columns, index=depths)
+
+
+def show_logit_lens(chat: ChatModel, tokens: ModelTokens, study_text: str) -> None:
+    st.markdown(text.LOGIT_LENS)
+    end = len(tokens) - 1
+    if len(tokens) > logit_lens.POSITIONS:
+        end = linked.slider("Last position read", links.LENS_END, logit_lens.POSITIONS - 1, end, end)
+    lens = loaders.unless_out_of_memory(lambda: lens_of(study_text, token_cap(), end), len(study_text))
+    table = lens_table(chat, lens, tokens)
+    st.dataframe(table, key="lm_lens_table", height=38 + 35 * len(table))  # every depth: the last ones matter most
+    last = len(lens.positions) - 1
+    final = readable.piece_of(chat, int(lens.top_ids[-1, last, 0]))
+    settled = logit_lens.settled_depth(lens, last)
+    where = "already in the embeddings" if settled == 0 else f"from layer {settled - 1} on"
+    st.markdown(
+        f"At position {lens.positions[last]}, the final guess {safe_text.code_span(final)} is the lens's best token "
+        f"{where}."
+    )
+    pieces = [tokens.pieces[position] for position in lens.positions]
+    charts.show(
+        figures.divergence_figure(
+            lens.divergence, lens.positions, pieces, "How far each layer's guess is from the last"
+        ),
+        "lm_lens_divergence",
+    )
+    embedded = ", ".join(f"{value:.0f}" for value in lens.divergence[0].tolist())
+    st.caption(f"Left out of the chart: the embeddings' divergence from the final guess, {embedded} nats.")
+
+
 # --- The chat template -------------------------------------------------------------------------------------
 
 
@@ -362,4 +565,7 @@ SECTIONS = {
     links.WRITING: _on_the_text(lambda chat, tokens, study_text: show_writing(chat, study_text)),
     links.ATTENTION: _on_the_text(show_attention),
     links.CHAT: lambda chat, tokens, study_text: show_chat(chat),
+    links.SINKS: _on_the_text(show_sinks),
+    links.INDUCTION: lambda chat, tokens, study_text: show_induction(chat),
+    links.LOGIT_LENS: _on_the_text(show_logit_lens),
 }

@@ -15,7 +15,7 @@ from harness.apptest import payload as sent
 from harness.hostile import problems_after
 from lessons.common import decoder_attention
 from lessons.common.llm import readable
-from lessons.language_model import exercises, reading
+from lessons.language_model import exercises, heads, logit_lens, reading
 
 pytestmark = pytest.mark.slow  # every test runs SmolLM2 (seconds each)
 
@@ -31,6 +31,8 @@ def runs_on(chat, text: str) -> tuple[readable.ModelTokens, exercises.PageRuns]:
     return tokens, exercises.PageRuns(
         candidates=lambda: reading.top_candidates(reading.next_token_probabilities(model, tokens.ids), 20),
         attention=lambda layer: decoder_attention.layer_attention(model, tokens.ids, layer),
+        lens=lambda: logit_lens.logit_lens(model, tokens.ids),
+        induction=lambda: heads.induction_test(model, chat.tokenizer.get_added_tokens_decoder()),
     )
 
 
@@ -127,3 +129,29 @@ def test_hostile_text_is_quoted_literally_in_the_question_and_the_reveal(name):
     app = answer_exercise(app, as_typed(exercise_field(app).options[0]))
     assert problems_after(app, hostile) == []
     assert app.success or app.error
+
+
+def test_the_lens_exercise_asks_from_which_layer_the_final_guess_stays_on_top(chat):
+    exercise = exercises.lens_layer(chat, *runs_on(chat, PROMPT))
+    assert exercise.answer == "layer 29"  # "·capital" after layer 28, "·Paris" only after the last
+    assert exercise.options == ("layer 26", "layer 27", "layer 28", "layer 29")
+    assert "` ·Paris `" in exercise.question
+    (line,) = exercise.figure().data
+    assert list(line.y)[-1] == 0.0  # the last layer's guess is the final one
+
+
+def test_the_second_copy_exercise_is_the_induction_tests_loss_and_names_the_best_head(chat):
+    exercise = exercises.second_copy_loss(chat, *runs_on(chat, PROMPT))
+    assert exercise.answer == pytest.approx(2.6) and "14.5 nats per token" in exercise.question
+    assert exercise.is_right(3.5) and not exercise.is_right(14.5)
+    assert "layer 18, head 6" in exercise.explanation and "costs 11.5" in exercise.explanation
+
+
+def test_the_lens_exercise_holds_back_the_tabs_and_reveals_its_chart_once_answered():
+    app = open_exercise(PAGE, "lens-layer", text=PROMPT)
+    assert_clean(app)
+    assert exercise_field(app).options == ["layer 26", "layer 27", "layer 28", "layer 29"]
+    assert not app.tabs and chart_keys(app) == []
+    app = answer_exercise(app, "layer 29")
+    assert_clean(app)
+    assert len(app.success) == 1 and app.tabs

@@ -28,3 +28,17 @@ def test_the_attention_figure_labels_each_token_with_its_position_in_the_text():
     (heatmap,) = figure["data"]
     assert list(heatmap["x"]) == list(heatmap["y"]) == ["10 a", "11 b", "12 &lt;c&gt;"]  # a window from position 10
     assert np.allclose(numbers(heatmap["z"]), weights, atol=1e-3)
+
+
+def test_the_divergence_chart_draws_one_line_per_position_from_layer_0_leaving_the_embeddings_out():
+    divergence = np.array([[150.0, 120.0], [9.0, 3.0], [2.0, 1.0], [0.0, 0.0]])  # embeddings, then 3 layers
+    figure = figures.divergence_figure(divergence, [4, 5], ["·is", "·Paris"], "KL")
+    assert [trace.name for trace in figure.data] == ["4 ·is", "5 ·Paris"]
+    assert list(figure.data[0].x) == [0, 1, 2] and list(figure.data[0].y) == [9.0, 2.0, 0.0]
+
+
+def test_the_layer_by_head_map_keeps_one_row_per_layer_on_a_fixed_scale():
+    scores = np.arange(30 * 9).reshape(30, 9) / 270
+    figure = figures.layer_head_figure(scores, "Sinks", "first-token importance")
+    (cells,) = figure.data
+    assert np.array_equal(cells.z, scores) and (cells.zmin, cells.zmax) == (0.0, 1.0)

@@ -19,13 +19,13 @@ from harness.apptest import (
     table_with,
 )
 from lessons.common import decoder_attention
-from lessons.language_model import links, reading, text, ui, writing
+from lessons.language_model import heads, links, logit_lens, reading, text, ui, writing
 
 pytestmark = pytest.mark.slow  # every test runs SmolLM2 through the page (seconds each)
 
 PAGE = "lesson_pages/language_model.py"
 PROMPT = "The capital of France is"
-NEXT_TOKEN, WRITING, ATTENTION, CHAT = links.TABS
+NEXT_TOKEN, WRITING, ATTENTION, CHAT = links.TABS[:4]
 
 
 def open_tab(tab: str, study_text: str = PROMPT, **query: str):
@@ -228,3 +228,76 @@ def test_hostile_text_is_shown_literally_never_rendered(name):
     assert shown_text(app)[0].startswith(hostile)  # the writing tab shows the text exactly, then what was written
     chat_app = open_tab(CHAT, PROMPT, **{links.MESSAGE: hostile})
     assert hostile in shown_text(chat_app)[0] and hostile not in all_markdown(chat_app)
+
+
+# --- Sinks, induction heads, the logit lens -------------------------------------------------------------------
+
+
+def test_the_sink_maps_are_every_heads_first_token_importance_and_the_page_quotes_their_sink_rates(chat):
+    app = open_tab(links.SINKS)
+    model = reading.decoder_of(chat)
+    on_text = heads.first_token_importance(model, tuple(chat.encode(PROMPT)))
+    special = set(chat.tokenizer.get_added_tokens_decoder())
+    random_ids = heads.random_token_ids(heads.RANDOM_TOKENS, model.config.vocab_size, special)
+    on_random = heads.first_token_importance(model, random_ids)
+    assert chart_keys(app) == ["lm_sinks_text", "lm_sinks_random"]
+    for key, expected in (("lm_sinks_text", on_text), ("lm_sinks_random", on_random)):
+        (drawn,) = chart(app, key)["data"]
+        assert np.allclose(numbers(drawn["z"]), expected.numpy(), atol=1e-9)
+    markdown = all_markdown(app)
+    assert f"Sink rate on your text: **{heads.sink_rate(on_text):.1%}**" in markdown
+    assert f"Sink rate on random tokens: **{heads.sink_rate(on_random):.1%}**" in markdown
+
+
+def test_removing_the_linked_layers_sink_shows_the_losses_and_guesses_the_experiment_computes(chat):
+    assert not [frame for frame in open_tab(links.SINKS).dataframe if "next token" in frame.value.columns]
+    app = open_tab(links.SINKS, **{links.SINK_REMOVAL: "true", links.SINK_LAYER: "5"})
+    removal = heads.remove_sink(reading.decoder_of(chat), tuple(chat.encode(PROMPT)), 5)
+    table = table_with(app, "loss (nats per token)")
+    assert table.index.tolist() == ["as trained", "layer 5 without its sink"]
+    assert table["loss (nats per token)"].tolist() == pytest.approx([removal.loss_before, removal.loss_after])
+    assert table["next token"].tolist()[0] == "·Paris"
+    assert table["its probability"].tolist() == pytest.approx(
+        [removal.next_before.probability, removal.next_after.probability]
+    )
+
+
+def test_the_induction_tab_ranks_the_heads_and_shows_the_copies_losses_with_and_without_them(chat):
+    app = open_tab(links.INDUCTION)
+    test = heads.induction_test(reading.decoder_of(chat), chat.tokenizer.get_added_tokens_decoder())
+    (drawn,) = chart(app, "lm_induction")["data"]
+    assert np.allclose(numbers(drawn["z"]), test.induction.numpy(), atol=1e-9)
+    ranking = table_with(app, "induction head")
+    best = heads.ranked(test.induction, 5)
+    assert ranking["induction head"].tolist() == [f"layer {layer}, head {head}" for layer, head, _ in best]
+    assert ranking["induction score"].tolist() == pytest.approx([score for _, _, score in best])
+    assert ranking["previous-token score"].tolist() == pytest.approx(
+        [s for *_, s in heads.ranked(test.previous_token, 5)]
+    )
+    losses = table_with(app, "as trained")
+    assert losses["as trained"].tolist() == pytest.approx([test.losses.first, test.losses.second])
+    assert losses.iloc[:, 1].tolist() == pytest.approx(
+        [test.losses_without_them.first, test.losses_without_them.second]
+    )
+
+
+def test_the_logit_lens_table_and_divergences_are_the_lenss_and_end_on_the_models_own_guess(chat):
+    app = open_tab(links.LOGIT_LENS)
+    lens = logit_lens.logit_lens(reading.decoder_of(chat), tuple(chat.encode(PROMPT)))
+    table = table_with(app, "4 ·is")
+    assert table.index.tolist()[0] == "embeddings" and table.index.tolist()[-1] == "after layer 29"
+    assert table["4 ·is"].tolist()[-1] == "·Paris 0.77"
+    assert table["4 ·is"].tolist()[-2] == "·capital 0.20"  # one layer earlier, the lens still reads "capital"
+    drawn = chart(app, "lm_lens_divergence")["data"]
+    assert len(drawn) == 5
+    for column, line in enumerate(drawn):
+        assert np.allclose(numbers(line["y"]), lens.divergence[1:, column].numpy(), atol=1e-9)
+        assert numbers(line["y"])[-1] == 0.0
+    assert "is the lens's best token from layer 29 on" in all_markdown(app)
+
+
+def test_a_link_to_an_earlier_lens_position_reads_the_positions_before_it():
+    long_text = "One, two, three, four, five, six, seven, eight, nine, ten."
+    app = open_tab(links.LOGIT_LENS, long_text, **{links.LENS_END: "9"})
+    table = app.dataframe[-1].value  # the lens table, after the tokens table
+    assert [column.split(" ")[0] for column in table.columns] == [str(position) for position in range(2, 10)]
