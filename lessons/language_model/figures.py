@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from lessons.common.matrix_figures import weights_figure
+from lessons.common.matrix_figures import token_names, weights_figure
 from lessons.common.next_token_figures import CHOSEN_COLOUR, OTHER_COLOUR, candidates_figure
-from lessons.common.plots import safe_label, style
+from lessons.common.plots import style
 
 FRAME_COLOUR = "#E4572E"  # the app's second colour: it stands out on the purple attention scale
 
@@ -51,7 +51,7 @@ def writing_figure(
 ) -> go.Figure:
     """Each written token's probability, step by step: in the distribution it was drawn from (bars) and in the
     model's own softmax (dots; the two differ once temperature, top-k or top-p reshape the distribution)."""
-    steps = [f"{index} {safe_label(piece)}" for index, piece in enumerate(pieces)]
+    steps = token_names(pieces)
     figure = go.Figure(
         [
             go.Bar(

@@ -114,7 +114,7 @@ def test_three_masks_no_mask_is_the_models_own_attention_and_padding_columns_get
     no_mask, padded, causal = (numbers(trace["z"]) for trace in named(spec, "weight"))
     assert np.allclose(no_mask, model_run.attention_weights[0, 0].numpy(), atol=1e-6)
     assert padded.shape == (10, 10)  # 7 tokens + the default 3 [PAD]
-    assert named(spec, "weight")[1]["x"][-3:] == ["7 [PAD]", "8 [PAD]", "9 [PAD]"]
+    assert named(spec, "weight")[1]["x"][-3:] == ["7: [PAD]", "8: [PAD]", "9: [PAD]"]
     assert (padded[:, 7:] == 0.0).all()
     assert np.allclose(padded[:7, :7], no_mask, atol=1e-5)
     assert (causal[np.triu_indices(7, 1)] == 0.0).all()

@@ -11,7 +11,7 @@ from lessons.language_model import figures
 def test_the_writing_figure_draws_each_steps_probability_in_the_draw_and_in_the_model():
     figure = figures.writing_figure(["·Paris", ".", "<b>"], [0.96, 0.5, 1.0], [0.77, 0.4, 0.9], "Written").to_dict()
     bars, dots = figure["data"]
-    assert list(bars["x"]) == ["0 ·Paris", "1 .", "2 &lt;b&gt;"]  # a typed "<b>" stays three characters
+    assert list(bars["x"]) == ["0: ·Paris", "1: .", "2: &lt;b&gt;"]  # a typed "<b>" stays three characters
     assert np.allclose(numbers(bars["y"]), [0.96, 0.5, 1.0]) and np.allclose(numbers(dots["y"]), [0.77, 0.4, 0.9])
     assert figure["layout"]["yaxis"]["range"] == [0, 1.05]
 
@@ -26,5 +26,5 @@ def test_the_attention_figure_labels_each_token_with_its_position_in_the_text():
     weights = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]
     figure = figures.attention_figure(weights, ["a", "b", "<c>"], range(10, 13), "Layer 0, head 0").to_dict()
     (heatmap,) = figure["data"]
-    assert list(heatmap["x"]) == list(heatmap["y"]) == ["10 a", "11 b", "12 &lt;c&gt;"]  # a window from position 10
+    assert list(heatmap["x"]) == list(heatmap["y"]) == ["10: a", "11: b", "12: &lt;c&gt;"]  # a window from position 10
     assert np.allclose(numbers(heatmap["z"]), weights, atol=1e-3)

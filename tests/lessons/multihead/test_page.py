@@ -69,7 +69,7 @@ def test_the_default_view_shows_every_head_of_layer_0_on_one_colour_scale(run):
     assert len(heatmaps) == 12 and {trace["coloraxis"] for trace in heatmaps} == {"coloraxis"}
     for head, trace in enumerate(heatmaps):
         np.testing.assert_allclose(numbers(trace["z"]), run.attention_weights[0, head].numpy(), atol=1e-6)
-    assert heatmaps[0]["x"] == ["0 [CLS]", "1 time", "2 flies", "3 like", "4 an", "5 arrow", "6 [SEP]"]
+    assert heatmaps[0]["x"] == ["0: [CLS]", "1: time", "2: flies", "3: like", "4: an", "5: arrow", "6: [SEP]"]
     assert app.query_params[links.LAYER] == "0" and app.query_params[links.HEAD] == "2"  # the view is shareable
 
 

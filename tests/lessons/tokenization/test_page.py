@@ -132,7 +132,7 @@ def test_the_heatmap_rows_are_the_rows_of_the_embedding_table_for_the_ids(looked
     assert shown.shape == (9, 64)
     np.testing.assert_allclose(shown, run.output.trace.embeddings.token[0, :, :64].numpy(), rtol=1e-6)
     np.testing.assert_allclose(shown, embedded.model.embeddings.token.weight[ids, :64].numpy(), rtol=1e-6)
-    assert figure["data"][0]["y"][7] == "#7 [UNK] (100)"
+    assert figure["data"][0]["y"][7] == "7: [UNK] (100)"
 
 
 def test_the_shapes_are_batch_tokens_width_from_the_trace(looked_up):
@@ -265,9 +265,9 @@ def test_a_long_text_shows_a_window_of_64_rows_that_the_link_can_move():
     assert_clean(app)
     assert app.slider(key=links.FIRST_ROW).value == 30
     rows = embedding_figure(app)["data"][0]["y"]
-    assert (len(rows), rows[0], rows[-1]) == (64, "#30 attention (3086)", "#93 attention (3086)")
+    assert (len(rows), rows[0], rows[-1]) == (64, "30: attention (3086)", "93: attention (3086)")
     app.slider(key=links.FIRST_ROW).set_value(38).run()
-    assert embedding_figure(app)["data"][0]["y"][-1] == "#101 [SEP] (102)"
+    assert embedding_figure(app)["data"][0]["y"][-1] == "101: [SEP] (102)"
 
 
 def test_a_text_past_512_tokens_is_drawn_and_compared_only_as_far_as_the_model_reads():
