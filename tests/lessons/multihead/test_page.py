@@ -3,8 +3,6 @@ changes the view, the URL restores it, and hostile text is shown literally or no
 
 from __future__ import annotations
 
-import base64
-
 import numpy as np
 import pytest
 
@@ -13,6 +11,7 @@ from harness.apptest import (
     aligned_lines,
     all_markdown,
     assert_clean,
+    numbers,
     open_page,
     plotly_figures,
     show_tab,
@@ -28,15 +27,6 @@ TEXT = "time flies like an arrow"  # [CLS] time flies like an arrow [SEP]: 7 tok
 @pytest.fixture(scope="module")
 def run(embedded):
     return run_encoder(embedded.model, embedded.tokenizer, TEXT)
-
-
-def numbers(value) -> np.ndarray:
-    """A plotly array from figure JSON: a plain list, or numpy's binary form {"dtype", "bdata", "shape"}."""
-    if isinstance(value, dict) and "bdata" in value:
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = [int(size) for size in str(value.get("shape", len(flat))).split(",")]
-        return flat.reshape(shape).astype(float)
-    return np.asarray(value, dtype=float)
 
 
 def traces(figure: dict, kind: str) -> list[dict]:
