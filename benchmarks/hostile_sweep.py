@@ -22,6 +22,8 @@ from harness.apptest import open_page
 from harness.hostile import NUMBER_PARAMETERS, NUMBER_TEXTS, TEXTS, OutboundConnections, problems_after
 
 # Every view whose content depends on the sidebar text: a page plus the link parameters that open a tab.
+# Written out, not derived from frame.LESSONS: it names each page's tabs and a few variants (the attention
+# page's two sources, the cheater), which the table of contents does not know; it covers every page listed there.
 SIDEBAR_VIEWS = {
     "home": ("lesson_pages/home.py", {}),
     **{

@@ -73,13 +73,20 @@ def chart(app: AppTest, key: str) -> dict:
     raise AssertionError(f"no chart with key {key}; charts: {chart_keys(app)}")
 
 
+def decoded(value):
+    """A value of a figure's JSON with plotly's typed arrays read back: plotly sends a numpy array as
+    {"dtype", "bdata" (base64, little-endian), "shape"}, which comes back as an array of that dtype and shape;
+    anything else (a list, a string, a number) comes back as it is."""
+    if not (isinstance(value, dict) and "bdata" in value):
+        return value
+    flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]).newbyteorder("<"))
+    shape = value.get("shape")
+    return flat.reshape([int(size) for size in str(shape).split(",")]) if shape else flat
+
+
 def numbers(values) -> np.ndarray:
     """A trace's z, x or y as numbers: plotly sends numpy arrays as base64 typed arrays, lists as JSON."""
-    if isinstance(values, dict):
-        flat = np.frombuffer(base64.b64decode(values["bdata"]), dtype=np.dtype(values["dtype"]))
-        shape = values.get("shape")
-        return (flat.reshape([int(size) for size in str(shape).split(",")]) if shape else flat).astype(float)
-    return np.array(values, dtype=float)
+    return np.asarray(decoded(values), dtype=float)
 
 
 def table_with(app: AppTest, column: str):

@@ -33,7 +33,11 @@ class Lesson:
 def lessons_for(layer: int, head: int, word: str | None = None) -> list[Lesson]:
     """The round of lessons one student works through, with that student's own choices. With a `word`, the
     models trained here work on it too: the sorter on the causal page (every other student with the
-    cheater beside it), and the reverser on the decoder page."""
+    cheater beside it), and the reverser on the decoder page.
+
+    A deliberate selection, not `frame.LESSONS`: the views of a load test's round, in its order, one page
+    twice (two of its tabs); the welcome page and SmolLM2's page are not in it, and the training page has a
+    round of its own (`training_lesson`)."""
     sorter = {} if word is None else {"cm_word": word, "cm_cheater": str(layer % 2 == 1).lower()}
     lessons = [
         Lesson("multihead", {"mh_layer": layer, "mh_head": head}, 1, True),

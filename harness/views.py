@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from lessons.common.ui import frame
+
 DEFAULT_TOKENS = ["[CLS]", "time", "flies", "like", "an", "arrow", "[SEP]"]  # the sidebar's default text
 
 
@@ -20,7 +22,9 @@ class Lesson:
 
 # Each page as a link opens it. Pages with tabs run only the open tab, so their charts are those of the first
 # tab; the causal page's link names the tab that studies the sidebar's text (its first tab is a fixed example).
-LESSONS = {
+# What each page draws is known only here; which pages there are, and their order, is the app's table of
+# contents (`frame.LESSONS`, below): a lesson added there and not here fails as soon as this module is imported.
+_PAGES = {
     "home": Lesson("", "Transformer anatomy", 0, shows_tokens=False),
     # The tokenization page opens on the text's characters, coloured by token (the tokens are in its table).
     "tokenization": Lesson("tokenization", "Tokenization", 1, shows_tokens=False),
@@ -35,6 +39,7 @@ LESSONS = {
     # SmolLM2 opens on its next-token guesses: the candidates' bars, not the text's tokens (those are in a table).
     "language_model": Lesson("language_model", "A real language model: SmolLM2", 1, shows_tokens=False),
 }
+LESSONS = {lesson.name: _PAGES[lesson.name] for lesson in frame.LESSONS}
 
 
 def _tab(page: str, parameter: str, label: str, charts: int, follows_text: bool) -> tuple[str, Lesson]:

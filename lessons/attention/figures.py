@@ -9,6 +9,7 @@ from typing import Literal
 import numpy as np
 import plotly.graph_objects as go
 
+from lessons.common.labels import token_labels
 from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, as_array, cell_frame, safe_label, style
 
 ScoreStage = Literal["raw", "scaled", "weights"]
@@ -156,9 +157,10 @@ def score_matrix(
 
 def full_pattern(weights, labels: Sequence[str], title: str = "") -> go.Figure:
     """Every query against every key of one head, kept light for 512 tokens: no printed values, values
-    sent as float32, and each axis a list of "position: token" names rather than per-cell hover text."""
+    sent as float32, and each axis the tokens' names ("3: flies", `labels.token_labels`) rather than per-cell
+    hover text."""
     values = round_significant(weights).astype(np.float32)
-    names = _category_names([f"{index}: {label}" for index, label in enumerate(labels)])
+    names = _category_names(labels)
     figure = go.Figure(
         go.Heatmap(
             z=values,
@@ -219,7 +221,7 @@ def _category_names(labels: Sequence[object]) -> list[str]:
     that looks like a number, would otherwise be merged or moved by the category axis."""
     names = [safe_label(str(label)) for label in labels]
     if len(set(names)) < len(names):
-        names = [f"{index}: {name}" for index, name in enumerate(names)]
+        names = token_labels(names)
     return names
 
 

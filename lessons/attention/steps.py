@@ -105,7 +105,7 @@ class HeadLesson:
     """The steps of one head, ready to show: the numbers and how to name their rows and columns."""
 
     steps: SingleHeadSteps
-    labels: tuple[str, ...]  # one unique name per token
+    labels: tuple[str, ...]  # one unique name per token, "3: flies" (`lessons.common.labels.token_labels`)
     features: tuple[str, ...]  # names of the columns of Q, K and V
     projection: str  # LaTeX: how Q, K and V were made
     shared_qkv: bool  # Q = K = V (no projections): show the matrix once
@@ -115,11 +115,6 @@ class HeadLesson:
     @property
     def head_width(self) -> int:
         return self.steps.query.size(-1)
-
-
-def numbered_labels(tokens) -> tuple[str, ...]:
-    """'0: [CLS]', '1: time', ...: a unique name for every token, counted from 0 as everywhere in the app."""
-    return tuple(f"{index}: {token}" for index, token in enumerate(tokens))
 
 
 def feature_labels(width: int) -> tuple[str, ...]:

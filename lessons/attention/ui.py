@@ -23,12 +23,12 @@ from lessons.attention.steps import (
     HeadLesson,
     embedding_self_attention,
     feature_labels,
-    numbered_labels,
     output_contributions,
     score_anatomy,
     traced_head_steps,
 )
 from lessons.common import examples
+from lessons.common.labels import token_labels
 from lessons.common.safe_text import escape_markdown
 from lessons.common.ui import charts, linked, loaders, widgets
 from lessons.common.ui.sidebar import StudyContext
@@ -71,9 +71,7 @@ def toy_lesson() -> HeadLesson | None:
         with column:
             st.latex(name)
             cells = kept.get(name) or matrix_cells(seed)
-            rows = list(
-                numbered_labels(row_labels) if row_labels else [f"row {index}" for index in range(seed.size(0))]
-            )
+            rows = list(token_labels(row_labels) if row_labels else [f"row {index}" for index in range(seed.size(0))])
             frame = pd.DataFrame(cells, index=rows, columns=[str(index) for index in range(seed.size(1))])
             edited = st.data_editor(
                 frame,
@@ -104,7 +102,7 @@ def toy_lesson() -> HeadLesson | None:
     )
     return HeadLesson(
         steps,
-        numbered_labels(steps.tokens),
+        tuple(token_labels(steps.tokens)),
         feature_labels(steps.query.size(-1)),
         text.TOY_PROJECTION,
         False,
@@ -142,7 +140,7 @@ def apple_lesson() -> HeadLesson:
     steps = examples.apple_iphones()
     return HeadLesson(
         steps,
-        numbered_labels(steps.tokens),
+        tuple(token_labels(steps.tokens)),
         examples.APPLE_IPHONES_FEATURES,
         r"Q = K = V = X",
         True,
@@ -161,7 +159,7 @@ def text_lesson(context: StudyContext, source: str) -> HeadLesson | None:
         return None
     run = loaders.get_encoder_run(context.reference, context.text)
     widgets.truncation_notice(run.tokenized)
-    labels = numbered_labels(run.tokenized.tokens)
+    labels = tuple(token_labels(run.tokenized.tokens))
     if source == "embeddings":
         st.markdown(text.EMBEDDINGS_INTRO)
         steps = _embedding_steps(context.reference, context.text)

@@ -17,6 +17,7 @@ from anatomy.masks import causal_mask
 from lessons.causal import decoders_ui, exercises, links, masking, text
 from lessons.causal import figures as mask_figures
 from lessons.common import examples, matrix_figures, windows
+from lessons.common.labels import token_labels
 from lessons.common.plots import as_array
 from lessons.common.runs import EncoderRun
 from lessons.common.ui import charts, linked, loaders, widgets
@@ -38,9 +39,13 @@ class Section:
 
 
 def labelled_frame(matrix, rows, columns, tokens) -> pd.DataFrame:
-    """A table whose rows and columns are named "position: token" (tokens shown literally, never rendered)."""
+    """A table whose rows and columns are named as everywhere in the app ("3: flies", `labels.token_labels`):
+    tokens shown literally, never rendered."""
+    rows, columns = list(rows), list(columns)
     return pd.DataFrame(
-        as_array(matrix), index=[f"{i}: {tokens[i]}" for i in rows], columns=[f"{i}: {tokens[i]}" for i in columns]
+        as_array(matrix),
+        index=token_labels([tokens[i] for i in rows], rows),
+        columns=token_labels([tokens[i] for i in columns], columns),
     )
 
 

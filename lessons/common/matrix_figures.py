@@ -2,8 +2,9 @@
 the keys, first token at the top left; one or several panels over the same tokens; weights on a fixed 0–1 scale.
 
 Every matrix here is self-attention or reads one list of tokens, so rows and columns share one list of names.
-Each token is named by `labels.token_labels` ("3: flies"): a repeated word keeps its own row, and the name doubles
-as the hover text, so no per-cell label array has to be sent.
+Each token is named as everywhere in the app, by `labels.token_labels` ("3: flies"), escaped here for plotly
+(`token_names`): a repeated word keeps its own row, and the name doubles as the hover text, so no per-cell label
+array has to be sent.
 
 Numbers are written in the cells at CELL_FONT_SIZE or not at all. A figure cannot know how wide it will be
 drawn, so it writes the numbers only when they fit a desktop, and records in its layout's meta how wide the
@@ -19,6 +20,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from lessons.common.labels import token_labels
 from lessons.common.plots import (
     ATTENTION_SCALE,
     as_array,
@@ -57,10 +59,10 @@ def compact(values) -> np.ndarray:
     return as_array(values).astype(np.float32)
 
 
-def token_names(labels: Sequence[str], positions: Sequence[int] | None = None) -> list[str]:
-    """ "position token" for each token, escaped for plotly: unique even when a word repeats."""
-    positions = range(len(labels)) if positions is None else positions
-    return [f"{position} {safe_label(label)}" for position, label in zip(positions, labels)]
+def token_names(tokens: Sequence[str], positions: Sequence[int] | None = None) -> list[str]:
+    """Each token named as everywhere in the app ("3: flies", `labels.token_labels`), escaped for plotly:
+    unique even when a word repeats."""
+    return [safe_label(label) for label in token_labels(tokens, positions)]
 
 
 def width_for_numbers(columns_across: int, characters: int, reserved: int = LABEL_ROOM) -> int:

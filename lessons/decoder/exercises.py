@@ -9,6 +9,7 @@ from anatomy.training.recipes import RECIPES
 from lessons.common.block_figures import block_parameters_chart
 from lessons.common.block_parameters import block_parameters
 from lessons.common.exercises import Exercise, Offer
+from lessons.common.labels import token_label, token_labels
 from lessons.common.plots import safe_label
 from lessons.common.safe_text import visible
 from lessons.decoder import figures, tables
@@ -54,7 +55,7 @@ def letter_read_at_a_step(lesson: ReversalLesson | None) -> Exercise | None:
         else ""
     )
     others = ", ".join(
-        f"head {head} puts {float(weights[head, position]):.2f} on {tables.position_name(source, position)}"
+        f"head {head} puts {float(weights[head, position]):.2f} on {token_label(position, source[position])}"
         for head, position in enumerate(lesson.steps[step].most_read)
     )
     return Exercise(
@@ -63,8 +64,8 @@ def letter_read_at_a_step(lesson: ReversalLesson | None) -> Exercise | None:
             f"it writes). At step {step}, on which letter of the source, numbered from 0, does head {HEAD} of "
             "cross-attention put the most weight?"
         ),
-        answer=tables.position_name(source, read),
-        options=tuple(tables.position_name(source, position) for position in range(len(source))),
+        answer=token_label(read, source[read]),
+        options=tuple(token_labels(source)),
         explanation=(
             f"At step {step}, {others}. {why}{repeated} The query comes from the decoder (the step), the keys from "
             "the encoder's output (the source letters): the row of weights is where this step looks."

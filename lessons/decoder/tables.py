@@ -10,6 +10,7 @@ from dataclasses import asdict
 
 import pandas as pd
 
+from lessons.common.labels import token_label
 from lessons.decoder.families import ModelRow
 from lessons.decoder.reversal import ReversalLesson
 
@@ -25,11 +26,6 @@ FAMILY_COLUMNS = {  # ModelRow field -> column shown
     "vocab_size": "vocabulary",
     "parameters": PARAMETERS_COLUMN,
 }
-
-
-def position_name(tokens: Sequence[str], position: int) -> str:
-    """A source position as "index letter", so the two d's of "decoder" stay apart."""
-    return f"{position} {tokens[position]}"
 
 
 def step_labels(lesson: ReversalLesson) -> list[str]:
@@ -52,9 +48,11 @@ def steps_table(lesson: ReversalLesson) -> pd.DataFrame:
             "runner-up probability": step.runner_up_probability,
         }
         for head, position in enumerate(step.most_read):
-            row[f"head {head} reads most"] = position_name(source, position)
+            row[f"head {head} reads most"] = token_label(position, source[position])
         row["mirrored position S−1−t"] = (
-            position_name(source, mirrored[step.index]) if step.index < len(mirrored) else "— (no letter left)"
+            token_label(mirrored[step.index], source[mirrored[step.index]])
+            if step.index < len(mirrored)
+            else "— (no letter left)"
         )
         rows.append(row)
     return pd.DataFrame(rows)

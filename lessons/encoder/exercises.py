@@ -8,6 +8,7 @@ from anatomy.config import TransformerConfig
 from lessons.common.block_figures import block_parameters_chart
 from lessons.common.block_parameters import block_parameters
 from lessons.common.exercises import Exercise, Offer
+from lessons.common.labels import token_label
 from lessons.common.plots import safe_label
 from lessons.common.runs import EncoderRun
 from lessons.common.safe_text import code_span
@@ -48,11 +49,6 @@ def parameters_of_a_block(run: EncoderRun, config: TransformerConfig) -> Exercis
     )
 
 
-def token_label(tokens: tuple[str, ...], position: int) -> str:
-    """A token as an option names it, "2: flies": the position keeps a repeated token apart."""
-    return f"{position}: {tokens[position]}"
-
-
 def nearest_after_the_stack(run: EncoderRun, config: TransformerConfig) -> Exercise | None:
     """Which token's final vector is nearest (by cosine) to the final vector of the text's longest token (the
     first of equals), among every other token the model read, [CLS] and [SEP] included."""
@@ -66,7 +62,7 @@ def nearest_after_the_stack(run: EncoderRun, config: TransformerConfig) -> Exerc
     nearest, least = ranked[0], ranked[-1]
     # The nearest, the runner-up, one from the middle of the ranking and the farthest, in the text's order.
     chosen = {nearest, ranked[1], ranked[len(ranked) // 2], least} if len(ranked) > NEAREST_OPTIONS else set(ranked)
-    options = tuple(token_label(tokens, position) for position in sorted(chosen))
+    options = tuple(token_label(position, tokens[position]) for position in sorted(chosen))
     before = analysis.others_by_similarity(similarity[0], asked)[0]
     last_layer = config.num_layers - 1
 
@@ -87,7 +83,7 @@ def nearest_after_the_stack(run: EncoderRun, config: TransformerConfig) -> Exerc
             f"way (the highest cosine similarity) as the vector of {named(asked)}? Tokens are counted from 0, "
             "`[CLS]` first."
         ),
-        answer=token_label(tokens, nearest),
+        answer=token_label(nearest, tokens[nearest]),
         options=options,
         explanation=(
             f"After layer {last_layer}, the vector of {named(asked)} is nearest to that of {named(nearest)}: a "

@@ -14,6 +14,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from lessons.common.labels import token_label
+from lessons.common.matrix_figures import token_names
 from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, as_array, safe_label, style
 
 HIGHLIGHT = "#d62728"
@@ -24,11 +26,6 @@ SUBPLOT_TITLE_ROOM = 30  # pixels a subplot's title takes above its plot
 # Attention weights lie in [0, 1]: the overview and the full map share this one colour range, so that equal
 # shades mean equal weights on both (a pooled cell is a mean weight, on the same scale).
 WEIGHT_RANGE = (0.0, 1.0)
-
-
-def token_labels(tokens: Sequence[str], first: int = 0) -> list[str]:
-    """'position: token' for each token, escaped for plotly; the position keeps repeated tokens apart."""
-    return [f"{first + index}: {safe_label(token)}" for index, token in enumerate(tokens)]
 
 
 def _compact(values) -> np.ndarray:
@@ -78,7 +75,7 @@ def _styled_with_top_axis(figure: go.Figure, title: str, height: int) -> go.Figu
 
 def _block_label(block: tuple[int, int], tokens: Sequence[str]) -> str:
     start, end = block
-    return f"{start}: {safe_label(tokens[start])}" if end - start == 1 else f"tokens {start}–{end - 1}"
+    return safe_label(token_label(start, tokens[start])) if end - start == 1 else f"tokens {start}–{end - 1}"
 
 
 def attention_overview(
@@ -157,8 +154,8 @@ def attention_map(
     """One head's attention weights at full resolution: row t is how query token t spreads its attention."""
     figure = _category_heatmap(
         weights,
-        token_labels(query_tokens, first_query),
-        token_labels(key_tokens),
+        token_names(query_tokens, range(first_query, first_query + len(query_tokens))),
+        token_names(key_tokens),
         ATTENTION_SCALE,
         *WEIGHT_RANGE,
         "weight",
@@ -194,7 +191,7 @@ def layer_token_heatmap(
     figure = _category_heatmap(
         values,
         rows,
-        token_labels(tokens),
+        token_names(tokens),
         colorscale,
         zmin,
         zmax,
@@ -374,7 +371,7 @@ def activation_heatmap(
     limit = float(np.abs(values).max()) or 1.0
     figure = _category_heatmap(
         values,
-        token_labels(tokens, first_token),
+        token_names(tokens, range(first_token, first_token + len(tokens))),
         [f"n{neuron}" for neuron in neuron_ids],
         DIVERGING_SCALE,
         -limit,

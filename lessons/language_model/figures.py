@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from lessons.common.matrix_figures import weights_figure
+from lessons.common.labels import token_label
+from lessons.common.matrix_figures import token_names, weights_figure
 from lessons.common.next_token_figures import CHOSEN_COLOUR, OTHER_COLOUR, candidates_figure
 from lessons.common.plots import heatmap, safe_label, style
 
@@ -51,7 +52,7 @@ def writing_figure(
 ) -> go.Figure:
     """Each written token's probability, step by step: in the distribution it was drawn from (bars) and in the
     model's own softmax (dots; the two differ once temperature, top-k or top-p reshape the distribution)."""
-    steps = [f"{index} {safe_label(piece)}" for index, piece in enumerate(pieces)]
+    steps = token_names(pieces)
     figure = go.Figure(
         [
             go.Bar(
@@ -110,8 +111,8 @@ def divergence_figure(divergence, positions: Sequence[int], pieces: Sequence[str
                 x=layers,
                 y=[float(value) for value in divergence[1:, column]],
                 mode="lines+markers",
-                name=f"{position} {safe_label(piece)}",
-                hovertemplate=f"after layer %{{x}}<br>{position} {safe_label(piece)}: KL = %{{y:.3f}} nats"
+                name=safe_label(token_label(position, piece)),
+                hovertemplate=f"after layer %{{x}}<br>{safe_label(token_label(position, piece))}: KL = %{{y:.3f}} nats"
                 "<extra></extra>",
             )
             for column, (position, piece) in enumerate(zip(positions, pieces))

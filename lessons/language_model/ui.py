@@ -13,6 +13,7 @@ import streamlit as st
 
 from anatomy.generation import Sampling
 from lessons.common import decoder_attention, hosting, safe_text
+from lessons.common.labels import token_label
 from lessons.common.llm import readable
 from lessons.common.llm.readable import ModelTokens
 from lessons.common.llm.smollm2 import ChatModel
@@ -473,7 +474,7 @@ def lens_table(chat: ChatModel, lens: logit_lens.LogitLens, tokens: ModelTokens)
         for depth in range(lens.top_ids.size(0)):
             piece = readable.piece_of(chat, int(lens.top_ids[depth, column, 0]))
             cells.append(f"{piece} {float(lens.top_probabilities[depth, column, 0]):.2f}")
-        columns[f"{position} {tokens.pieces[position]}"] = cells
+        columns[token_label(position, tokens.pieces[position])] = cells
     depths = ["embeddings"] + [f"after layer {layer}" for layer in range(lens.top_ids.size(0) - 1)]
     return pd.DataFrame(columns, index=depths)
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from lessons.common.matrix_figures import token_names
 from lessons.common.plots import (
     ATTENTION_SCALE,
     DIVERGING_SCALE,
@@ -34,11 +35,6 @@ MAX_COLUMNS_WITH_VALUES = 12  # "0.02"
 MAX_TOKENS_WITH_VALUES = 8  # "0.9777"
 SIMILARITY_SCALE = "Blues_r"  # cosines: white at 1 (unchanged), darker the further a vector turned
 SIMILARITY_FLOORS = (0.99, 0.95, 0.9, 0.8, 0.5, 0.0, -1.0)  # where a cosine colour scale may start
-
-
-def token_labels(tokens: Sequence[str]) -> list[str]:
-    """Axis labels that stay distinct when a word repeats ("3 the", "7 the"); the builders escape them."""
-    return [f"{index} {token}" for index, token in enumerate(tokens)]
 
 
 def bin_labels(bins: Sequence[tuple[int, int]]) -> list[str]:
@@ -82,7 +78,7 @@ def map_panels(
     `marked` (an index into `maps`), when given, is framed: the one an exercise's answer points to.
 
     labels[k] names the rows (queries) and columns (keys) of maps[k]; labels must be distinct within a
-    panel (use `token_labels` or `bin_labels`); they are escaped here. Panels that share their labels are
+    panel (use `labels.token_labels` or `bin_labels`); they are escaped here. Panels that share their labels are
     labelled once, rows on the left of the first column and columns under the lowest panel of each column,
     `columns` abreast (default: as many as keep every label readable, `panel_columns`). Panels with labels
     of their own (two sentences) stand two abreast at most, the second labelled on its right, so that no
@@ -307,7 +303,7 @@ def focus_rows(
         data.append(
             dict(
                 type="bar",
-                x=[safe_label(label) for label in token_labels(tokens)],
+                x=token_names(tokens),
                 y=compact(row),
                 marker=dict(color="#6a51a3"),
                 showlegend=False,

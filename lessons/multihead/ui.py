@@ -16,6 +16,7 @@ from torch import Tensor
 
 from anatomy.models import Encoder
 from lessons.common import windows
+from lessons.common.labels import token_label, token_labels
 from lessons.common.runs import EncoderRun
 from lessons.common.ui import charts, linked, loaders, widgets
 from lessons.common.ui.sidebar import StudyContext
@@ -133,7 +134,7 @@ def show_all_heads(view: LayerView) -> None:
     run, layer, head = view.run, view.layer, view.studied_head()
     tokens = run.tokenized.tokens
     pooled = pooled_layer(view.context.reference, view.context.text, layer)  # (H, T', S')
-    labels = figures.bin_labels(pooled.row_bins) if pooled.pooled else figures.token_labels(tokens)
+    labels = figures.bin_labels(pooled.row_bins) if pooled.pooled else token_labels(tokens)
     if pooled.pooled:
         st.caption(text.pooled_caption(len(run.tokenized), len(pooled.row_bins), len(pooled.column_bins)))
     titles = [f"head {index}" for index in range(pooled.values.size(0))]
@@ -149,7 +150,7 @@ def show_all_heads(view: LayerView) -> None:
         chart(
             figures.head_grid(
                 full_map[None],
-                figures.token_labels(tokens),
+                token_labels(tokens),
                 [f"head {head}"],
                 columns=1,
                 title=f"Layer {layer}, head {head}, every token",
@@ -238,7 +239,7 @@ def show_two_sentences(view: LayerView) -> None:
     head = view.studied_head()
     pooled = [head_stats.average_pool(layer_weights(run, view.layer)[head]) for run in runs]
     labels = [
-        figures.bin_labels(pooled_map.row_bins) if pooled_map.pooled else figures.token_labels(run.tokenized.tokens)
+        figures.bin_labels(pooled_map.row_bins) if pooled_map.pooled else token_labels(run.tokenized.tokens)
         for pooled_map, run in zip(pooled, runs)
     ]
     with maps:
@@ -455,7 +456,7 @@ def choose_token(tokens, label: str) -> int:
         range(len(tokens)),
         1 if len(tokens) > 2 else 0,
         parse=int,
-        format_func=lambda index: f"{index}: {tokens[index]}",
+        format_func=lambda index: token_label(index, tokens[index]),
     )
 
 

@@ -19,6 +19,7 @@ from anatomy.config import SMOLLM2_135M
 from anatomy.positional import sinusoidal_positional_encoding
 from lessons.common import hosting
 from lessons.common.decoder_attention import MAX_TOKENS
+from lessons.common.labels import token_label
 from lessons.common.llm import readable
 from lessons.common.plots import safe_label
 from lessons.common.runs import tokenize
@@ -477,7 +478,7 @@ def show_rotary(encoding: Encoding) -> None:
         positions,
         len(pieces) - 1,
         parse=int,
-        format_func=lambda position: f"{position} {pieces[position]}",
+        format_func=lambda position: token_label(position, pieces[position]),
         container=query_column,
     )
     key_token = linked.selectbox(
@@ -486,7 +487,7 @@ def show_rotary(encoding: Encoding) -> None:
         positions,
         max(0, len(pieces) - 3),
         parse=int,
-        format_func=lambda position: f"{position} {pieces[position]}",
+        format_func=lambda position: token_label(position, pieces[position]),
         container=key_column,
     )
     st.markdown(text.ROTARY_ARROWS.format(last=ROTARY_ARROW_POSITIONS - 1))

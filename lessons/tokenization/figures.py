@@ -9,6 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from lessons.common.labels import token_label
+from lessons.common.matrix_figures import token_names
 from lessons.common.plots import DIVERGING_SCALE, as_array, safe_label, style
 
 # What a character cell can belong to, with its colour. Neighbouring tokens alternate between two shades
@@ -86,7 +88,7 @@ def token_highlight(
             else:
                 first_of_glyph = column
                 glyphs[row_index, column] = safe_label(_visible(character))
-            owner_text = "no token" if token < 0 else f"token {token}: {safe_label(token_labels[token])}"
+            owner_text = "no token" if token < 0 else f"token {safe_label(token_label(token, token_labels[token]))}"
             hovers[row_index, column] = f"character {offset}: {safe_label(_named(character))}<br>{owner_text}"
 
     figure = go.Figure(
@@ -155,7 +157,7 @@ def embedding_rows(
     block = values[rows, :num_dims].astype(np.float32)  # 7 digits are plenty to look at and halve the bytes
     limit = float(np.abs(block).max()) if block.size else 1.0
     positions = range(values.shape[0])[rows]
-    row_names = [f"#{position} {safe_label(token_labels[position])}" for position in positions]
+    row_names = token_names([token_labels[position] for position in positions], positions)
     figure = go.Figure(
         go.Heatmap(
             z=block,

@@ -15,28 +15,10 @@ from lessons.common.ui import frame, loaders
 from lessons.common.ui.widgets import aligned_lines_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
-LESSONS = [
-    "tokenization",
-    "positional",
-    "attention",
-    "multihead",
-    "causal",
-    "encoder",
-    "decoder",
-    "training",
-    "language_model",
-]
-LESSON_TITLES = [
-    "Tokenization",
-    "Positional encodings",
-    "Scaled dot-product attention",
-    "Multi-head comparison",
-    "Causal masking",
-    "Encoder stack",
-    "Decoder & cross-attention",
-    "Train it yourself",
-    "A real language model",
-]
+# Every numbered lesson of the table of contents, in its order (the welcome page, number 0, is not one).
+NUMBERED = [lesson for lesson in frame.LESSONS if lesson.number]
+LESSONS = [lesson.name for lesson in NUMBERED]
+LESSON_TITLES = [lesson.title for lesson in NUMBERED]
 
 
 def test_welcome_page_shows_the_model_in_use_and_the_device():
@@ -172,6 +154,8 @@ def tiny_gpt2_folder(tmp_path_factory):
     return str(folder)
 
 
+# The lessons that study the sidebar's encoder: a deliberate subset of frame.LESSONS, since the others either
+# need no model (positional encodings) or bring their own (the decoder, training and language-model lessons).
 # The attention lesson's own toy examples need no model; its real-model source does.
 ENCODER_VIEWS = {
     "tokenization": {},

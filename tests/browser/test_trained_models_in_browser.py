@@ -10,7 +10,7 @@ from harness.views import labels_of
 
 
 def letters_of(figures: list[dict]) -> set[str]:
-    """The tokens on the charts' axes, without the position each label starts with ("3 n" -> "n")."""
+    """The tokens on the charts' axes, without the position each label starts with ("3: n" -> "n")."""
     return {label.split(" ", 1)[-1] for label in labels_of(figures)}
 
 

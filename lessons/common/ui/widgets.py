@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from lessons.common.labels import token_labels
 from lessons.common.safe_text import code_fence
 from lessons.common.ui import charts, linked
 
@@ -156,12 +157,9 @@ def rounded_numbers(frame: pd.DataFrame) -> dict:
 
 
 def matrix_frame(matrix, row_labels: Iterable[str], column_labels: Iterable[str]) -> pd.DataFrame:
-    """A labelled table of a 2-D array (duplicate labels are numbered so every row stays addressable)."""
-    return pd.DataFrame(matrix, index=_unique(row_labels), columns=_unique(column_labels))
-
-
-def _unique(labels: Iterable[str]) -> list[str]:
-    return [f"{index}: {label}" for index, label in enumerate(labels)]
+    """A labelled table of a 2-D array, rows and columns named by position as everywhere in the app
+    ("3: flies", `labels.token_labels`), so a repeated label keeps its own row."""
+    return pd.DataFrame(matrix, index=token_labels(row_labels), columns=token_labels(column_labels))
 
 
 def truncation_notice(tokenized) -> None:

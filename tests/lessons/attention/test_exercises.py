@@ -11,8 +11,9 @@ import torch
 from harness.apptest import HOSTILE_TEXTS, answer_exercise, assert_clean, exercise_field, open_exercise, payload
 from lessons.attention import links, text
 from lessons.attention.exercises import MAX_OPTIONS, TOO_MANY_KEYS, softmax_weight, strongest_key
-from lessons.attention.steps import HeadLesson, feature_labels, numbered_labels, traced_head_steps
+from lessons.attention.steps import HeadLesson, feature_labels, traced_head_steps
 from lessons.common import examples as toy
+from lessons.common.labels import token_labels
 from lessons.common.runs import run_encoder
 from lessons.common.safe_text import escape_markdown
 
@@ -22,7 +23,9 @@ EDITED_X = "X:5,2,0,1;1,1,2,1;1,0,2,0"  # the toy's X with X[0][0] = 5, as a lin
 
 
 def lesson_of(steps, about: str = "the example") -> HeadLesson:
-    return HeadLesson(steps, numbered_labels(steps.tokens), feature_labels(steps.query.size(-1)), "", False, "", about)
+    return HeadLesson(
+        steps, tuple(token_labels(steps.tokens)), feature_labels(steps.query.size(-1)), "", False, "", about
+    )
 
 
 def model_lesson(pretrained, words: str, layer: int, head: int) -> HeadLesson:
@@ -86,7 +89,7 @@ def test_the_key_a_model_head_attends_to_most_is_the_one_transformers_computes_a
     answers = {}
     for words in (TEXT, "the cat sat on the mat"):
         exercise = strongest_key(model_lesson(embedded, words, 0, 2), 3, 0)
-        labels = numbered_labels(["[CLS]", *embedded.tokenizer.tokenize(words), "[SEP]"])
+        labels = tuple(token_labels(["[CLS]", *embedded.tokenizer.tokenize(words), "[SEP]"]))
         expected = int(np.argmax(transformers_weights(hf_bert, embedded.tokenizer, words, 0, 2)[3]))
         assert exercise.answer == labels[expected]
         assert exercise.options == labels  # a short text offers every token, in text order

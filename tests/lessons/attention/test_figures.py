@@ -12,6 +12,7 @@ from lessons.attention.figures import (
     step_matrix,
 )
 from lessons.common import examples as toy
+from lessons.common.labels import token_labels
 
 STEPS = toy.love_mathematics()
 FEATURES = ["1", "2", "3", "4"]
@@ -85,7 +86,7 @@ def test_projection_panels_put_q_k_and_v_side_by_side_on_one_scale():
 
 def test_the_full_pattern_stays_light_for_long_texts():
     weights = np.full((100, 100), 0.01)
-    labels = ["<tok>"] * 100
+    labels = token_labels(["<tok>"] * 100)  # as the lesson names its tokens
     figure = full_pattern(weights, labels)
     trace = figure.data[0]
     assert trace.z.dtype == np.float32 and trace.z.shape == (100, 100)

@@ -1,12 +1,11 @@
 """The attention page, driven headlessly: every number it shows is the number `anatomy` computes."""
 
-import base64
 import json
 
 import numpy as np
 import pytest
 
-from harness.apptest import HOSTILE_TEXTS, all_markdown, assert_clean, open_expander, open_page, plotly_figures
+from harness.apptest import HOSTILE_TEXTS, all_markdown, assert_clean, decoded, open_expander, open_page, plotly_figures
 from lessons.attention import links, text
 from lessons.attention.steps import embedding_self_attention
 from lessons.common import examples as toy
@@ -33,15 +32,6 @@ def figure_trace(app, title_or_name: str) -> dict:
             if title_or_name in (title, trace.get("name")):
                 return {key: decoded(value) for key, value in trace.items()}
     raise AssertionError(f"no figure {title_or_name!r}")
-
-
-def decoded(value):
-    """Plotly sends numpy arrays as base64 typed arrays ({"dtype", "bdata", "shape"}); read them back."""
-    if not (isinstance(value, dict) and "bdata" in value):
-        return value
-    array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]).newbyteorder("<"))
-    shape = [int(dim) for dim in str(value.get("shape", len(array))).split(",")]
-    return array.reshape(shape)
 
 
 def all_traces(app) -> list[dict]:

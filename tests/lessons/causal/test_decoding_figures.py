@@ -40,7 +40,7 @@ def test_layer_head_grid_puts_every_head_on_one_zero_to_one_scale(attention):
 
 def test_token_labels_are_escaped_for_plotly_and_numbered_by_position(attention):
     figure = figures.layer_head_grid(attention, LABELS, positions=[10, 11, 12, 13])
-    assert list(figure.data[0].x) == ["10 &lt;bos&gt;", "11 b", "12 a", "13 ="]
+    assert list(figure.data[0].x) == ["10: &lt;bos&gt;", "11: b", "12: a", "13: ="]
     assert list(figure.data[0].y) == list(figure.data[0].x)
 
 

@@ -26,8 +26,8 @@ def traces(figure, name: str) -> list:
 
 def test_token_names_escape_html_and_keep_repeated_words_apart():
     names = matrix_figures.token_names(["<b>", "a&b", "<b>"])
-    assert names == ["0 &lt;b&gt;", "1 a&amp;b", "2 &lt;b&gt;"]
-    assert matrix_figures.token_names(["x", "y"], positions=[40, 41]) == ["40 x", "41 y"]
+    assert names == ["0: &lt;b&gt;", "1: a&amp;b", "2: &lt;b&gt;"]
+    assert matrix_figures.token_names(["x", "y"], positions=[40, 41]) == ["40: x", "41: y"]
 
 
 def test_steps_figure_has_the_four_stages_of_the_recipe_in_order(worked_example_view):
@@ -41,7 +41,7 @@ def test_steps_figure_has_the_four_stages_of_the_recipe_in_order(worked_example_
     titles = [annotation.text for annotation in figure.layout.annotations]
     assert titles == ["1 · the mask", "2 · scores QKᵀ/√d", "3 · scores + mask", "4 · softmax rows"]
     assert [trace.name for trace in figure.data] == ["mask", "forbidden", "score", "forbidden", "score", "weight"]
-    assert list(figure.data[0].x) == ["0 I", "1 love", "2 Apple", "3 iPhones"]
+    assert list(figure.data[0].x) == ["0: I", "1: love", "2: Apple", "3: iPhones"]
 
 
 def test_the_mask_panel_is_one_on_and_below_the_diagonal(worked_example_view):
@@ -96,7 +96,7 @@ def test_weights_figure_uses_the_fixed_zero_to_one_scale_and_the_given_positions
     weights = np.array([[1.0, 0.0], [0.25, 0.75]])
     figure = matrix_figures.weights_figure(weights, ["a", "b"], "t", positions=[100, 101])
     assert (figure.layout.coloraxis.cmin, figure.layout.coloraxis.cmax) == (0.0, 1.0)
-    assert list(figure.data[0].y) == ["100 a", "101 b"]
+    assert list(figure.data[0].y) == ["100: a", "101: b"]
     assert figure.data[0].z.tolist() == [[1.0, 0.0], [0.25, 0.75]]
 
 
@@ -113,7 +113,7 @@ def test_mask_figure_ticks_the_allowed_pairs_and_crosses_the_future():
     (mask,) = traces(figure, "mask")
     assert np.array_equal(mask.z, np.tril(np.ones((3, 3))))
     assert [list(row) for row in mask.text] == [["✓", "✗", "✗"], ["✓", "✓", "✗"], ["✓", "✓", "✓"]]
-    assert list(mask.x) == ["0 &lt;b&gt;", "1 b", "2 c"]
+    assert list(mask.x) == ["0: &lt;b&gt;", "1: b", "2: c"]
 
 
 def test_compare_figure_puts_panels_of_different_sizes_on_one_colour_axis():
@@ -126,7 +126,7 @@ def test_compare_figure_puts_panels_of_different_sizes_on_one_colour_axis():
     assert [trace.coloraxis for trace in figure.data] == ["coloraxis"] * 3
     assert (figure.layout.coloraxis.cmin, figure.layout.coloraxis.cmax) == (0.0, 1.0)
     assert [annotation.text for annotation in figure.layout.annotations] == ["no mask", "padding", "causal"]
-    assert list(figure.data[1].x) == ["0 a", "1 b", "2 [PAD]"]
+    assert list(figure.data[1].x) == ["0: a", "1: b", "2: [PAD]"]
     for trace, panel in zip(figure.data, panels):
         assert np.array_equal(trace.z, panel.weights)
 

@@ -114,7 +114,7 @@ def test_three_masks_no_mask_is_the_models_own_attention_and_padding_columns_get
     no_mask, padded, causal = (numbers(trace["z"]) for trace in named(spec, "weight"))
     assert np.allclose(no_mask, model_run.attention_weights[0, 0].numpy(), atol=1e-6)
     assert padded.shape == (10, 10)  # 7 tokens + the default 3 [PAD]
-    assert named(spec, "weight")[1]["x"][-3:] == ["7 [PAD]", "8 [PAD]", "9 [PAD]"]
+    assert named(spec, "weight")[1]["x"][-3:] == ["7: [PAD]", "8: [PAD]", "9: [PAD]"]
     assert (padded[:, 7:] == 0.0).all()
     assert np.allclose(padded[:7, :7], no_mask, atol=1e-5)
     assert (causal[np.triu_indices(7, 1)] == 0.0).all()
@@ -182,7 +182,7 @@ def test_a_long_text_is_shown_through_a_48_token_window_with_the_whole_matrix_on
     padding = " ".join(warning.value for warning in open_tab(THREE_MASKS, text=LONG_TEXT).warning)
     assert "no [PAD] token fits" in padding  # truncated, so no room for padding
     weights = named(chart(app, "cm_real_weights"), "weight")[0]
-    assert weights["y"][0].startswith("100 ") and len(weights["y"]) == 48
+    assert weights["y"][0].startswith("100: ") and len(weights["y"]) == 48
     assert not app.dataframe  # 48 rows: the numbers wait in a closed expander
     open_expander(app, "cm_real_numbers")
     real_table = [frame.value for frame in app.dataframe if frame.value.shape == (48, 49)][0]
@@ -195,7 +195,7 @@ def test_a_long_text_is_shown_through_a_48_token_window_with_the_whole_matrix_on
     app.slider(key=links.WINDOW_START).set_value(400).run()
     app.toggle(key=links.WHOLE_MATRIX).set_value(True).run()
     assert_clean(app)
-    assert named(chart(app, "cm_real_weights"), "weight")[0]["y"][0].startswith("400 ")
+    assert named(chart(app, "cm_real_weights"), "weight")[0]["y"][0].startswith("400: ")
     overview = numbers(chart(app, "cm_full_figure")["data"][0]["z"])
     assert overview.shape == (512, 512)
     assert (overview[np.triu_indices(512, 1)] == 0.0).all()

@@ -115,7 +115,7 @@ def test_every_layer_and_head_of_the_sorter_is_drawn_on_one_scale_with_nothing_a
         assert np.allclose(shown, expected[divmod(index, 2)].numpy(), atol=1e-6)
         assert (shown[np.triu_indices(14, 1)] == 0.0).all()
         assert trace["coloraxis"] == "coloraxis" and "weight = %{z:.4f}" in trace["hovertemplate"]
-    assert spec["data"][0]["x"][0] == "0 &lt;bos&gt;" and spec["data"][0]["x"][7] == "7 ="
+    assert spec["data"][0]["x"][0] == "0: &lt;bos&gt;" and spec["data"][0]["x"][7] == "7: ="
     shares = frame(default_app, "head 0")
     assert shares.loc["layer 1"].tolist() == pytest.approx([4 / 6, 4 / 6])  # measured on banana
 

@@ -57,17 +57,17 @@ def test_at_step_1_of_decoder_head_0_reads_the_second_e_as_the_full_decoder_pass
     assert step_asked(lesson) == 1  # its mirrored letter, "e", is in "decoder" twice
     assert "At step 1" in exercise.question and "“decoder”" in exercise.question
     assert int(lesson.cross_attention[0, 1].argmax()) == 5  # row 1 of the last pass, not the step's own record
-    assert exercise.answer == "5 e"
-    assert exercise.options == ("0 d", "1 e", "2 c", "3 o", "4 d", "5 e", "6 r")  # every position, in order
-    assert exercise.is_right("5 e") and not exercise.is_right("1 e")
+    assert exercise.answer == "5: e"
+    assert exercise.options == ("0: d", "1: e", "2: c", "3: o", "4: d", "5: e", "6: r")  # every position, in order
+    assert exercise.is_right("5: e") and not exercise.is_right("1: e")
     assert "here 7 − 1 − 1 = 5" in exercise.explanation and "positions 1, 5" in exercise.explanation
 
 
 def test_the_step_and_the_letter_follow_the_word(reverser):
     banana, hello, abc = (letter_read_at_a_step(lesson_on(reverser, word)) for word in ("banana", "hello", "abc"))
-    assert "At step 0" in banana.question and banana.answer == "5 a"  # the last "a" of three
-    assert "At step 1" in hello.question and hello.answer == "3 l"  # the second "l"
-    assert "At step 1" in abc.question and abc.answer == "1 b"  # no letter twice: step 1
+    assert "At step 0" in banana.question and banana.answer == "5: a"  # the last "a" of three
+    assert "At step 1" in hello.question and hello.answer == "3: l"  # the second "l"
+    assert "At step 1" in abc.question and abc.answer == "1: b"  # no letter twice: step 1
     assert "positions" not in abc.explanation
 
 
@@ -119,18 +119,18 @@ def test_the_page_holds_back_the_attention_maps_until_check_then_reveals_the_ans
     assert_clean(app)
     assert "head 0 puts" not in payload(app) and "here 7 − 1 − 1" not in payload(app)
     assert not app.get("plotly_chart") and not app.dataframe, "the cross-attention map would show the answer"
-    answer_exercise(app, "5 e")
+    answer_exercise(app, "5: e")
     assert_clean(app)
-    assert [item.value for item in app.success] == ["Right: 5 e."]
+    assert [item.value for item in app.success] == ["Right: 5\\: e."]  # the colon escaped for markdown
     assert "here 7 − 1 − 1 = 5" in all_markdown(app)
     assert len(exercise_chart(app)["layout"]["shapes"]) == 2
     assert "dec_cross_chart" in chart_keys(app), "once answered, the lesson's own tab comes back"
 
 
 def test_a_wrong_letter_is_told_the_right_one_and_a_word_from_the_link_is_asked_about():
-    app = answer_exercise(open_exercise(PAGE, "letter", query={links.WORD: "banana"}), "1 a")
+    app = answer_exercise(open_exercise(PAGE, "letter", query={links.WORD: "banana"}), "1: a")
     assert "At step 0" in all_markdown(app) and "“banana”" in all_markdown(app)
-    assert [item.value for item in app.error] == ["You answered 1 a; the answer is 5 a."]
+    assert [item.value for item in app.error] == ["You answered 1\\: a; the answer is 5\\: a."]
 
 
 def test_the_cost_of_cross_attention_is_hidden_until_check():

@@ -42,8 +42,8 @@ def test_one_panel_per_head_holding_that_heads_rectangular_weights():
 
 def test_positions_name_the_rows_and_columns_so_a_repeated_letter_keeps_its_own_column():
     panel = heatmaps(heads_figure(rectangular_weights(), STEPS, SOURCE))[0]
-    assert list(panel.x) == ["0 h", "1 e", "2 l", "3 l", "4 o"]
-    assert list(panel.y)[0] == "0 &lt;bos&gt; → o"  # escaped: plotly would read <bos> as a tag
+    assert list(panel.x) == ["0: h", "1: e", "2: l", "3: l", "4: o"]
+    assert list(panel.y)[0] == "0: &lt;bos&gt; → o"  # escaped: plotly would read <bos> as a tag
     assert all("<" not in label for label in panel.y)
 
 
@@ -53,7 +53,7 @@ def test_the_alignment_marks_outline_the_chosen_cell_of_every_row():
     figure = heads_figure(weights, STEPS, SOURCE, marks=marks, mark_name="most read")
     outlines = [trace for trace in figure.data if trace.type == "scatter"]
     assert [trace.name for trace in outlines] == ["most read", "most read"]
-    assert list(outlines[0].x) == ["4 o", "3 l", "2 l", "1 e", "0 h", "0 h"]  # the anti-diagonal, then <eos>
+    assert list(outlines[0].x) == ["4: o", "3: l", "2: l", "1: e", "0: h", "0: h"]  # the anti-diagonal, then <eos>
     assert list(outlines[0].y) == list(heatmaps(figure)[0].y)
     assert outlines[0].showlegend and not outlines[1].showlegend
 
@@ -73,9 +73,9 @@ def test_the_distribution_shows_every_steps_probabilities_and_outlines_the_writt
     figure = distribution_figure(probabilities, ["<bos> → a", "a → <eos>"], vocabulary, [3, 2])
     (grid,) = heatmaps(figure)
     assert np.allclose(np.asarray(grid.z, dtype=float), probabilities.numpy(), atol=1e-7)
-    assert list(grid.x)[:3] == ["0 &lt;pad&gt;", "1 &lt;bos&gt;", "2 &lt;eos&gt;"]
+    assert list(grid.x)[:3] == ["0: &lt;pad&gt;", "1: &lt;bos&gt;", "2: &lt;eos&gt;"]
     (outline,) = [trace for trace in figure.data if trace.type == "scatter"]
-    assert list(outline.x) == ["3 a", "2 &lt;eos&gt;"]
+    assert list(outline.x) == ["3: a", "2: &lt;eos&gt;"]
 
 
 def test_the_family_masks_show_allowed_and_forbidden_cells_and_split_the_encoder_decoder_blocks():

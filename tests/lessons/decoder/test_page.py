@@ -85,10 +85,10 @@ def test_the_three_attentions_on_screen_are_the_ones_anatomy_computes(default_ap
 def test_the_outlined_cells_are_the_anti_diagonal_and_the_text_counts_them(default_app):
     spec = chart(default_app, "dec_cross_chart")
     outlines = [trace for trace in spec["data"] if trace["type"] == "scatter"]
-    columns = ["0 d", "1 e", "2 c", "3 o", "4 d", "5 e", "6 r"]
+    columns = ["0: d", "1: e", "2: c", "3: o", "4: d", "5: e", "6: r"]
     assert [trace["x"] for trace in outlines] == [[columns[i] for i in (6, 5, 4, 3, 2, 1, 0, 0)]] * 2
     heatmap = [trace for trace in spec["data"] if trace["type"] == "heatmap"][0]
-    assert heatmap["x"] == columns and heatmap["y"][0] == "0 &lt;bos&gt; → r"
+    assert heatmap["x"] == columns and heatmap["y"][0] == "0: &lt;bos&gt; → r"
     text = all_markdown(default_app)
     assert "exactly that mirrored one: 7 of 7 in head 0, 7 of 7 in head 1." in text
     assert "0.988 in head 0, 0.958 in head 1" in text  # mean weight on the mirror
@@ -101,7 +101,7 @@ def test_the_steps_table_is_greedy_generation_as_task_predict_writes_it(generati
     assert "".join(steps["writes"].tolist()[:-1]) == reverser.task.predict(reverser.model, ["decoder"])[0]
     lesson = reverse_word(reverser.model, reverser.task, "decoder")
     assert np.allclose(steps["probability"].to_numpy(), [step.probability for step in lesson.steps], atol=1e-9)
-    assert steps["head 0 reads most"].tolist() == ["6 r", "5 e", "4 d", "3 o", "2 c", "1 e", "0 d", "0 d"]
+    assert steps["head 0 reads most"].tolist() == ["6: r", "5: e", "4: d", "3: o", "2: c", "1: e", "0: d", "0: d"]
     assert steps["decoder input"].tolist()[2] == "<bos> r e"
     distribution = head_grids(chart(generation_app, "dec_distribution_chart"))[0]
     assert distribution.shape == (8, 30)

@@ -19,9 +19,9 @@ def z_of(figure, index: int = 0) -> np.ndarray:
     return np.asarray(figure.data[index].z, dtype=float)
 
 
-def test_token_labels_are_numbered_and_escaped():
-    assert figures.token_labels(TOKENS) == ESCAPED
-    assert figures.token_labels(["x"], first=40) == ["40: x"]
+def test_the_attention_map_names_each_token_by_its_position_escaped():
+    assert list(figures.attention_map(np.eye(4), TOKENS, TOKENS).data[0].x) == ESCAPED
+    assert list(figures.attention_map(np.ones((1, 4)), ["x"], TOKENS, first_query=40).data[0].y) == ["40: x"]
 
 
 def test_overview_tiles_every_map_with_one_empty_line_between_them():

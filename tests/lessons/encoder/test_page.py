@@ -3,7 +3,6 @@ choice survives a shared link, and no typed text is ever rendered as markdown.""
 
 from __future__ import annotations
 
-import base64
 import inspect
 import json
 
@@ -11,7 +10,7 @@ import numpy as np
 import pytest
 
 from anatomy.blocks import EncoderLayer
-from harness.apptest import HOSTILE_TEXTS, all_markdown, assert_clean, open_expander, open_page, plotly_figures
+from harness.apptest import HOSTILE_TEXTS, all_markdown, assert_clean, decoded, open_expander, open_page, plotly_figures
 from lessons.common.runs import run_encoder
 from lessons.common.ui import widgets
 from lessons.encoder import analysis as stack_analysis
@@ -21,15 +20,6 @@ PAGE = "lesson_pages/encoder.py"
 TEXT = "time flies like an arrow"
 # about 150 tokens: long enough for pooled overview maps and for a window of query rows
 LONG_TEXT = " ".join(["the quick brown fox jumps over the lazy dog"] * 16)
-
-
-def decoded(value):
-    """Plotly sends numpy arrays as base64 typed arrays ({"dtype", "bdata", "shape"}); read them back."""
-    if not (isinstance(value, dict) and "bdata" in value):
-        return value
-    array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]).newbyteorder("<"))
-    shape = [int(dim) for dim in str(value.get("shape", len(array))).split(",")]
-    return array.reshape(shape).astype(float)
 
 
 def figure_titled(app, title_start: str) -> dict:

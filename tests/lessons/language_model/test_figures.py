@@ -11,7 +11,7 @@ from lessons.language_model import figures
 def test_the_writing_figure_draws_each_steps_probability_in_the_draw_and_in_the_model():
     figure = figures.writing_figure(["·Paris", ".", "<b>"], [0.96, 0.5, 1.0], [0.77, 0.4, 0.9], "Written").to_dict()
     bars, dots = figure["data"]
-    assert list(bars["x"]) == ["0 ·Paris", "1 .", "2 &lt;b&gt;"]  # a typed "<b>" stays three characters
+    assert list(bars["x"]) == ["0: ·Paris", "1: .", "2: &lt;b&gt;"]  # a typed "<b>" stays three characters
     assert np.allclose(numbers(bars["y"]), [0.96, 0.5, 1.0]) and np.allclose(numbers(dots["y"]), [0.77, 0.4, 0.9])
     assert figure["layout"]["yaxis"]["range"] == [0, 1.05]
 
@@ -26,14 +26,14 @@ def test_the_attention_figure_labels_each_token_with_its_position_in_the_text():
     weights = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]
     figure = figures.attention_figure(weights, ["a", "b", "<c>"], range(10, 13), "Layer 0, head 0").to_dict()
     (heatmap,) = figure["data"]
-    assert list(heatmap["x"]) == list(heatmap["y"]) == ["10 a", "11 b", "12 &lt;c&gt;"]  # a window from position 10
+    assert list(heatmap["x"]) == list(heatmap["y"]) == ["10: a", "11: b", "12: &lt;c&gt;"]  # a window from position 10
     assert np.allclose(numbers(heatmap["z"]), weights, atol=1e-3)
 
 
 def test_the_divergence_chart_draws_one_line_per_position_from_layer_0_leaving_the_embeddings_out():
     divergence = np.array([[150.0, 120.0], [9.0, 3.0], [2.0, 1.0], [0.0, 0.0]])  # embeddings, then 3 layers
     figure = figures.divergence_figure(divergence, [4, 5], ["·is", "·Paris"], "KL")
-    assert [trace.name for trace in figure.data] == ["4 ·is", "5 ·Paris"]
+    assert [trace.name for trace in figure.data] == ["4: ·is", "5: ·Paris"]
     assert list(figure.data[0].x) == [0, 1, 2] and list(figure.data[0].y) == [9.0, 2.0, 0.0]
 
 

@@ -138,7 +138,7 @@ def test_the_attention_map_is_the_models_trace_for_that_layer_and_head(chat):
     assert np.allclose(shown, expected, atol=1e-3)  # the figure rounds its cells to 3 decimals
     assert (shown[np.triu_indices(5, 1)] == 0).all()
     assert np.allclose(shown.sum(axis=1), 1, atol=5e-3)
-    assert heatmap["x"] == ["0 The", "1 ·capital", "2 ·of", "3 ·France", "4 ·is"]
+    assert heatmap["x"] == ["0: The", "1: ·capital", "2: ·of", "3: ·France", "4: ·is"]
     assert any("key/value head 1" in caption.value for caption in app.caption)  # heads 3–5 share key head 1
 
 
@@ -147,7 +147,7 @@ def test_a_long_text_is_cut_at_512_tokens_and_its_attention_seen_through_a_windo
     app = open_tab(ATTENTION, long_text, **{links.WINDOW_START: "100"})
     assert any("reads the first 512" in warning.value for warning in app.warning)
     (heatmap,) = chart(app, "lm_attention")["data"]
-    assert numbers(heatmap["z"]).shape == (48, 48) and heatmap["x"][0].startswith("100 ")
+    assert numbers(heatmap["z"]).shape == (48, 48) and heatmap["x"][0].startswith("100: ")
     assert app.query_params[links.WINDOW_START] == "100"
 
 
@@ -284,10 +284,10 @@ def test_the_induction_tab_ranks_the_heads_and_shows_the_copies_losses_with_and_
 def test_the_logit_lens_table_and_divergences_are_the_lenss_and_end_on_the_models_own_guess(chat):
     app = open_tab(links.LOGIT_LENS)
     lens = logit_lens.logit_lens(reading.decoder_of(chat), tuple(chat.encode(PROMPT)))
-    table = table_with(app, "4 ·is")
+    table = table_with(app, "4: ·is")
     assert table.index.tolist()[0] == "embeddings" and table.index.tolist()[-1] == "after layer 29"
-    assert table["4 ·is"].tolist()[-1] == "·Paris 0.77"
-    assert table["4 ·is"].tolist()[-2] == "·capital 0.20"  # one layer earlier, the lens still reads "capital"
+    assert table["4: ·is"].tolist()[-1] == "·Paris 0.77"
+    assert table["4: ·is"].tolist()[-2] == "·capital 0.20"  # one layer earlier, the lens still reads "capital"
     drawn = chart(app, "lm_lens_divergence")["data"]
     assert len(drawn) == 5
     for column, line in enumerate(drawn):

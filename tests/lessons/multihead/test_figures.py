@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from lessons.common.labels import token_labels
 from lessons.multihead import figures as viz
 
 HOSTILE_TOKEN = "<b>x</b>"
@@ -18,13 +19,13 @@ def attention(heads: int, tokens: int, seed: int = 0) -> np.ndarray:
 
 
 def test_token_labels_number_repeated_words():
-    assert viz.token_labels(["the", "cat", "the", HOSTILE_TOKEN]) == ["0 the", "1 cat", "2 the", "3 <b>x</b>"]
+    assert token_labels(["the", "cat", "the", HOSTILE_TOKEN]) == ["0: the", "1: cat", "2: the", "3: <b>x</b>"]
     assert viz.bin_labels([(0, 8), (8, 16), (16, 17)]) == ["0–7", "8–15", "16"]
 
 
 def test_head_grid_draws_one_panel_per_head_on_one_shared_colour_scale():
     maps = attention(12, 5)
-    labels = viz.token_labels(["[CLS]", "a", HOSTILE_TOKEN, "b", "[SEP]"])
+    labels = token_labels(["[CLS]", "a", HOSTILE_TOKEN, "b", "[SEP]"])
     figure = viz.head_grid(maps, labels, [f"head {head}" for head in range(12)], title="layer 0")
     heatmaps = [trace for trace in figure.data if trace.type == "heatmap"]
     assert len(heatmaps) == 12
@@ -33,7 +34,7 @@ def test_head_grid_draws_one_panel_per_head_on_one_shared_colour_scale():
         assert trace.coloraxis == "coloraxis"
     assert figure.layout.coloraxis.cmin == 0.0
     assert figure.layout.coloraxis.cmax == pytest.approx(maps.max(), rel=1e-6)
-    assert heatmaps[0].x[2] == "2 &lt;b&gt;x&lt;/b&gt;" and "<b>" not in " ".join(heatmaps[0].x)
+    assert heatmaps[0].x[2] == "2: &lt;b&gt;x&lt;/b&gt;" and "<b>" not in " ".join(heatmaps[0].x)
     assert [annotation.text for annotation in figure.layout.annotations][:2] == ["head 0", "head 1"]
     # 12 panels in 3 rows of 4: the fifth panel starts the second row, on its own axes.
     assert heatmaps[4].xaxis == "x5" and figure.layout.xaxis5.domain[0] == figure.layout.xaxis.domain[0]
@@ -42,7 +43,7 @@ def test_head_grid_draws_one_panel_per_head_on_one_shared_colour_scale():
 
 def test_head_grid_uses_a_given_zmax_and_hides_ticks_of_long_inputs():
     maps = attention(2, 30)
-    figure = viz.head_grid(maps, viz.token_labels(["w"] * 30), ["a", "b"], zmax=1.0)
+    figure = viz.head_grid(maps, token_labels(["w"] * 30), ["a", "b"], zmax=1.0)
     assert figure.layout.coloraxis.cmax == 1.0
     assert figure.layout.xaxis.showticklabels is False  # 30 > 24 labels: names move to the hover
 
@@ -51,14 +52,14 @@ def test_map_panels_accepts_a_different_length_per_panel():
     first, second = attention(1, 4)[0], attention(1, 6, seed=1)[0]
     figure = viz.map_panels(
         [first, second],
-        [viz.token_labels(list("abcd")), viz.token_labels(list("uvwxyz"))],
+        [token_labels(list("abcd")), token_labels(list("uvwxyz"))],
         ["A", "B"],
         columns=2,
         zmax=1.0,
     )
     assert [np.asarray(trace.z).shape for trace in figure.data] == [(4, 4), (6, 6)]
     np.testing.assert_allclose(figure.data[1].z, second, rtol=1e-6)
-    assert figure.data[1].y[5] == "5 z"
+    assert figure.data[1].y[5] == "5: z"
 
 
 def test_strongest_links_keep_weights_above_the_threshold_strongest_first_up_to_the_cap():
@@ -117,7 +118,7 @@ def test_focus_rows_show_each_sentences_row_as_bars():
     figure = viz.focus_rows(rows, [["a", "flies", "b"], ["c", "d", "flies", HOSTILE_TOKEN]], ["A", "B"])
     assert [trace.type for trace in figure.data] == ["bar", "bar"]
     np.testing.assert_allclose(figure.data[1].y, rows[1], rtol=1e-6)
-    assert figure.data[1].x[3] == "3 &lt;b&gt;x&lt;/b&gt;" and figure.data[1].xaxis == "x2"
+    assert figure.data[1].x[3] == "3: &lt;b&gt;x&lt;/b&gt;" and figure.data[1].xaxis == "x2"
 
 
 def test_layer_head_map_has_layers_down_and_heads_across():
@@ -148,7 +149,7 @@ def test_recombination_frames_the_marked_heads_row_and_its_block_of_the_concaten
 
 def test_map_panels_frame_only_the_marked_panel():
     maps = attention(3, 4)
-    labels = viz.token_labels(list("abcd"))
+    labels = token_labels(list("abcd"))
     assert not viz.head_grid(maps, labels, ["h0", "h1", "h2"]).layout.shapes
     (frame,) = viz.head_grid(maps, labels, ["h0", "h1", "h2"], marked=2).layout.shapes
     assert (frame.xref, frame.yref, frame.x0, frame.x1, frame.y0, frame.y1) == ("x3 domain", "y3 domain", 0, 1, 0, 1)
@@ -184,7 +185,7 @@ def shown_tick_labels(figure, axis: str) -> list[bool]:
 
 def test_a_grid_of_heads_labels_rows_on_its_first_column_and_columns_under_its_lowest_row():
     tokens = "[CLS] the cat sat on the mat and the dog ate my homework [SEP]".split()
-    figure = viz.head_grid(attention(12, 14), viz.token_labels(tokens), [f"head {head}" for head in range(12)])
+    figure = viz.head_grid(attention(12, 14), token_labels(tokens), [f"head {head}" for head in range(12)])
     # 14 labels fit across a panel of a desktop chart three abreast, not four: 4 rows of 3 panels.
     assert figure.layout.xaxis4.domain == figure.layout.xaxis.domain
     assert shown_tick_labels(figure, "y") == [panel % 3 == 0 for panel in range(12)]
@@ -203,7 +204,7 @@ def test_two_sentences_label_each_map_on_its_outer_side():
     first, second = attention(1, 7)[0], attention(1, 7, seed=1)[0]
     figure = viz.map_panels(
         [first, second],
-        [viz.token_labels("[CLS] time flies like an arrow [SEP]".split()), viz.token_labels(list("abcdefg"))],
+        [token_labels("[CLS] time flies like an arrow [SEP]".split()), token_labels(list("abcdefg"))],
         ["sentence A", "sentence B"],
         columns=2,
         zmax=1.0,

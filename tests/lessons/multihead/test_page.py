@@ -3,8 +3,6 @@ changes the view, the URL restores it, and hostile text is shown literally or no
 
 from __future__ import annotations
 
-import base64
-
 import numpy as np
 import pytest
 
@@ -13,6 +11,7 @@ from harness.apptest import (
     aligned_lines,
     all_markdown,
     assert_clean,
+    numbers,
     open_page,
     plotly_figures,
     show_tab,
@@ -28,15 +27,6 @@ TEXT = "time flies like an arrow"  # [CLS] time flies like an arrow [SEP]: 7 tok
 @pytest.fixture(scope="module")
 def run(embedded):
     return run_encoder(embedded.model, embedded.tokenizer, TEXT)
-
-
-def numbers(value) -> np.ndarray:
-    """A plotly array from figure JSON: a plain list, or numpy's binary form {"dtype", "bdata", "shape"}."""
-    if isinstance(value, dict) and "bdata" in value:
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = [int(size) for size in str(value.get("shape", len(flat))).split(",")]
-        return flat.reshape(shape).astype(float)
-    return np.asarray(value, dtype=float)
 
 
 def traces(figure: dict, kind: str) -> list[dict]:
@@ -69,7 +59,7 @@ def test_the_default_view_shows_every_head_of_layer_0_on_one_colour_scale(run):
     assert len(heatmaps) == 12 and {trace["coloraxis"] for trace in heatmaps} == {"coloraxis"}
     for head, trace in enumerate(heatmaps):
         np.testing.assert_allclose(numbers(trace["z"]), run.attention_weights[0, head].numpy(), atol=1e-6)
-    assert heatmaps[0]["x"] == ["0 [CLS]", "1 time", "2 flies", "3 like", "4 an", "5 arrow", "6 [SEP]"]
+    assert heatmaps[0]["x"] == ["0: [CLS]", "1: time", "2: flies", "3: like", "4: an", "5: arrow", "6: [SEP]"]
     assert app.query_params[links.LAYER] == "0" and app.query_params[links.HEAD] == "2"  # the view is shareable
 
 

@@ -3,7 +3,6 @@ control and link changes it, and bad numbers or hostile text give a message, nev
 
 from __future__ import annotations
 
-import base64
 import re
 
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 import torch
 
 from anatomy.positional import sinusoidal_positional_encoding
-from harness.apptest import HOSTILE_TEXTS, all_markdown, assert_clean, open_page, plotly_figures, show_tab
+from harness.apptest import HOSTILE_TEXTS, all_markdown, assert_clean, numbers, open_page, plotly_figures, show_tab
 from lessons.common.runs import tokenize
 from lessons.common.ui.sidebar import DEFAULT_TEXT
 from lessons.positional import links
@@ -23,14 +22,6 @@ PAGE = "lesson_pages/positional.py"
 
 def open_tab(tab: str, query: dict[str, str] | None = None, text: str | None = None):
     return open_page(PAGE, text=text, query={links.TAB: tab, **(query or {})})
-
-
-def as_numbers(array) -> np.ndarray:
-    """A figure array from the page's JSON: plotly sends numpy arrays as typed binary (dtype, bdata, shape)."""
-    if isinstance(array, dict):
-        flat = np.frombuffer(base64.b64decode(array["bdata"]), dtype=np.dtype(array["dtype"]))
-        return flat.reshape([int(size) for size in str(array.get("shape", len(flat))).split(",")])
-    return np.asarray(array)
 
 
 def title_of(figure: dict) -> str:
@@ -52,7 +43,7 @@ def table_values(app, table: str) -> np.ndarray:
     titles = [(figure, title_of(figure)) for figure in plotly_figures(app)]
     tables = [figure for figure, title in titles if title.startswith(table) and "positions ×" in title]
     assert len(tables) == 1
-    return as_numbers(tables[0]["data"][0]["z"])
+    return numbers(tables[0]["data"][0]["z"])
 
 
 def metrics_by_table(app) -> dict[str, dict[str, str]]:
@@ -108,7 +99,7 @@ def test_default_curves_follow_the_encodings_columns_and_shade_the_texts_positio
     curves = figure_titled(app, "Sinusoidal encoding, d = 384, base = 10000")
     encoding = sinusoidal_positional_encoding(64, 384).numpy()
     for trace, dimension in zip(curves["data"], dimensions, strict=True):
-        np.testing.assert_array_equal(as_numbers(trace["y"]), encoding[:, dimension])
+        np.testing.assert_array_equal(numbers(trace["y"]), encoding[:, dimension])
     tokens = len(tokenize(embedded.tokenizer, DEFAULT_TEXT))
     assert tokens == 7  # [CLS] time flies like an arrow [SEP]
     assert curves["layout"]["shapes"][0]["x1"] == tokens - 0.5
@@ -125,7 +116,7 @@ def test_similarity_and_properties_shown_equal_what_anatomy_computes(embedded):
     row = figure_titled(app, "Cosine of position 32 with every position")
     for trace, (name, table) in zip(row["data"], tables.items(), strict=True):
         assert trace["name"] == name
-        np.testing.assert_allclose(as_numbers(trace["y"]), similarity_matrix(table)[32].numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(numbers(trace["y"]), similarity_matrix(table)[32].numpy(), rtol=1e-5, atol=1e-6)
     properties = show_tab(app, links.TAB, PROPERTIES).dataframe[0].value
     for name, table in tables.items():
         expected = describe_encoding(table)
@@ -179,7 +170,7 @@ def test_width_base_positions_and_dimensions_redraw_the_encoding(embedded):
     curves = figure_titled(app, "Sinusoidal encoding, d = 16, base = 100")
     assert [trace["name"] for trace in curves["data"]] == ["i = 3 (cos)", "i = 7 (cos)"]
     np.testing.assert_array_equal(
-        as_numbers(curves["data"][1]["y"]), sinusoidal_positional_encoding(16, 16, 100.0)[:, 7].numpy()
+        numbers(curves["data"][1]["y"]), sinusoidal_positional_encoding(16, 16, 100.0)[:, 7].numpy()
     )
     assert app.query_params[links.DIMENSIONS] == "3,7" and app.query_params[links.SHOWN] == "16"
 
@@ -192,8 +183,8 @@ def test_position_and_measure_redraw_the_similarity():
     assert_clean(app)
     row = figure_titled(app, "Dot product of position 5 with every position")
     dots = similarity_matrix(sinusoidal_positional_encoding(64, 384), "dot")
-    np.testing.assert_allclose(as_numbers(row["data"][0]["y"]), dots[5].numpy(), rtol=1e-5)
-    assert as_numbers(row["data"][0]["y"])[5] == pytest.approx(192.0)  # |P(t)|² = d/2
+    np.testing.assert_allclose(numbers(row["data"][0]["y"]), dots[5].numpy(), rtol=1e-5)
+    assert numbers(row["data"][0]["y"])[5] == pytest.approx(192.0)  # |P(t)|² = d/2
     assert row["layout"]["shapes"][0]["x0"] == 5
     assert "zmin" not in figure_titled(app, "Sinusoidal dot product of every pair")["data"][0]
     assert (app.query_params[links.POSITION], app.query_params[links.MEASURE]) == ("5", "dot")
@@ -220,9 +211,7 @@ def test_a_link_restores_every_choice():
     app = open_tab(SIMILARITY, query)
     assert app.slider(key=links.POSITION).value == 3 and app.radio(key=links.MEASURE).value == "dot"
     row = figure_titled(app, "Dot product of position 3")
-    np.testing.assert_allclose(
-        as_numbers(row["data"][0]["y"]), similarity_matrix(encoding, "dot")[3].numpy(), rtol=1e-5
-    )
+    np.testing.assert_allclose(numbers(row["data"][0]["y"]), similarity_matrix(encoding, "dot")[3].numpy(), rtol=1e-5)
 
 
 @pytest.mark.slow

@@ -132,7 +132,7 @@ def test_embedding_rows_show_exactly_the_chosen_block_of_the_matrix():
     figure = embedding_rows(vectors, labels, first_token=60, num_tokens=32, num_dims=8)
     heat = figure.data[0]
     np.testing.assert_array_equal(np.asarray(heat.z), vectors[60:70, :8].numpy())  # only 10 rows are left
-    assert list(heat.y) == [f"#{i} t{i}" for i in range(60, 70)]
+    assert list(heat.y) == [f"{i}: t{i}" for i in range(60, 70)]
     assert list(heat.x) == list(range(8))
     # One colour range centred on 0, set by the largest magnitude in view: (69·20 + 7)/100 − 7 = 6.87.
     assert heat.zmax == -heat.zmin == pytest.approx(6.87)
@@ -143,7 +143,7 @@ def test_embedding_rows_centre_the_colours_on_the_largest_magnitude_and_escape_t
     figure = embedding_rows(vectors, ["<b>", "a&b"], num_dims=3)
     heat = figure.data[0]
     assert (heat.zmin, heat.zmax) == (-2.0, 2.0)
-    assert list(heat.y) == ["#0 &lt;b&gt;", "#1 a&amp;b"]
+    assert list(heat.y) == ["0: &lt;b&gt;", "1: a&amp;b"]
     assert heat.z.dtype == np.float32
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-
 import numpy as np
 import pytest
 
@@ -12,6 +10,7 @@ from harness.apptest import (
     all_markdown,
     assert_clean,
     chart_keys,
+    numbers,
     open_expander,
     open_page,
     plotly_figures,
@@ -23,14 +22,6 @@ from lessons.tokenization.zoo import split_with, train_bpe, train_unigram
 PAGE = "lesson_pages/tokenization.py"
 TEXT = "Tokenization isn't magic 🤖"
 TOKENS_TAB, LOOKUP_TAB, ZOO_TAB = links.TABS
-
-
-def array(value) -> np.ndarray:
-    """A figure array from its JSON: a plain list, or plotly's typed-array form {dtype, bdata, shape}."""
-    if isinstance(value, dict):
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        return flat.reshape([int(size) for size in value["shape"].split(",")])
-    return np.asarray(value, dtype=float)
 
 
 def table_with(app, column: str):
@@ -116,7 +107,7 @@ def test_the_unknown_table_names_the_characters_each_unk_replaced(opened):
 
 def test_the_highlight_colours_the_emoji_as_unknown(opened):
     highlight = plotly_figures(opened)[0]
-    codes = array(highlight["data"][0]["z"])
+    codes = numbers(highlight["data"][0]["z"])
     assert codes.shape == (1, 64)
     # "Tokenization" is a word start (token 1, odd shade 2) and a ## piece (token 2, even shade 3);
     # the emoji at offset 25 is [UNK] (5).
@@ -127,12 +118,12 @@ def test_the_highlight_colours_the_emoji_as_unknown(opened):
 def test_the_heatmap_rows_are_the_rows_of_the_embedding_table_for_the_ids(looked_up, embedded):
     figure = embedding_figure(looked_up)
     run = run_encoder(embedded.model, embedded.tokenizer, TEXT)
-    shown = array(figure["data"][0]["z"])
+    shown = numbers(figure["data"][0]["z"])
     ids = list(run.tokenized.input_ids)
     assert shown.shape == (9, 64)
     np.testing.assert_allclose(shown, run.output.trace.embeddings.token[0, :, :64].numpy(), rtol=1e-6)
     np.testing.assert_allclose(shown, embedded.model.embeddings.token.weight[ids, :64].numpy(), rtol=1e-6)
-    assert figure["data"][0]["y"][7] == "#7 [UNK] (100)"
+    assert figure["data"][0]["y"][7] == "7: [UNK] (100)"
 
 
 def test_the_shapes_are_batch_tokens_width_from_the_trace(looked_up):
@@ -217,7 +208,7 @@ def test_the_link_restores_tab_pair_toggle_view_dims_and_vocabulary(embedded):
     app = open_tab(LOOKUP_TAB, "time flies", query)
     assert (app.selectbox(key=links.VIEW).value, app.slider(key=links.DIMENSIONS).value) == ("position", 24)
     run = run_encoder(embedded.model, embedded.tokenizer, "time flies", "Why?")
-    shown = array(embedding_figure(app)["data"][0]["z"])
+    shown = numbers(embedding_figure(app)["data"][0]["z"])
     np.testing.assert_allclose(shown, run.output.trace.embeddings.position[0, :, :24].numpy(), rtol=1e-6)
     app = open_tab(ZOO_TAB, "time flies", query)
     assert app.select_slider(key=links.VOCAB_SIZE).value == 300
@@ -249,7 +240,7 @@ def test_changing_view_dims_and_vocabulary_redraws(embedded):
     app.slider(key=links.DIMENSIONS).set_value(16).run()
     assert_clean(app)
     run = run_encoder(embedded.model, embedded.tokenizer, "time flies")
-    shown = array(embedding_figure(app)["data"][0]["z"])
+    shown = numbers(embedding_figure(app)["data"][0]["z"])
     np.testing.assert_allclose(shown, run.output.trace.embeddings.output[0, :, :16].numpy(), rtol=1e-5, atol=1e-6)
     assert (app.query_params[links.VIEW], app.query_params[links.DIMENSIONS]) == ("output", "16")
     app = open_tab(ZOO_TAB, "time flies")
@@ -265,9 +256,9 @@ def test_a_long_text_shows_a_window_of_64_rows_that_the_link_can_move():
     assert_clean(app)
     assert app.slider(key=links.FIRST_ROW).value == 30
     rows = embedding_figure(app)["data"][0]["y"]
-    assert (len(rows), rows[0], rows[-1]) == (64, "#30 attention (3086)", "#93 attention (3086)")
+    assert (len(rows), rows[0], rows[-1]) == (64, "30: attention (3086)", "93: attention (3086)")
     app.slider(key=links.FIRST_ROW).set_value(38).run()
-    assert embedding_figure(app)["data"][0]["y"][-1] == "#101 [SEP] (102)"
+    assert embedding_figure(app)["data"][0]["y"][-1] == "101: [SEP] (102)"
 
 
 def test_a_text_past_512_tokens_is_drawn_and_compared_only_as_far_as_the_model_reads():
@@ -278,7 +269,7 @@ def test_a_text_past_512_tokens_is_drawn_and_compared_only_as_far_as_the_model_r
     assert len(tokens_table(open_expander(app, "tok_table"))) == 512
     # The 510 words kept span "word " * 509 + "word": 2,549 characters, 40 lines of 64, drawn 12 at a time.
     assert app.slider(key=links.FIRST_LINE).max == 28
-    assert array(plotly_figures(app)[0]["data"][0]["z"]).shape == (12, 64)
+    assert numbers(plotly_figures(app)[0]["data"][0]["z"]).shape == (12, 64)
     assert metric(open_tab(ZOO_TAB, "word " * 600), "WordPiece, 30,522 pieces") == "510 tokens"
 
 
