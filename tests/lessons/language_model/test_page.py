@@ -300,4 +300,4 @@ def test_a_link_to_an_earlier_lens_position_reads_the_positions_before_it():
     long_text = "One, two, three, four, five, six, seven, eight, nine, ten."
     app = open_tab(links.LOGIT_LENS, long_text, **{links.LENS_END: "9"})
     table = app.dataframe[-1].value  # the lens table, after the tokens table
-    assert [column.split(" ")[0] for column in table.columns] == [str(position) for position in range(2, 10)]
+    assert [column.split(":")[0] for column in table.columns] == [str(position) for position in range(2, 10)]
