@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import html
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import plotly.basedatatypes
 import plotly.graph_objects as go
 import plotly.io as pio
 
@@ -35,6 +37,35 @@ HEAD_COLOURS = (
 # is drawn dashed and a third dotted (bars: hatched and stippled): 36 heads told apart, every one also named.
 HEAD_DASHES = ("solid", "dash", "dot")
 HEAD_PATTERNS = ("", "/", ".")
+
+
+# Building a figure spends much of its time taking property paths apart: every `update_layout(xaxis_title_text=…)`,
+# `update_xaxes`, `add_trace` and `make_subplots` turns strings such as "xaxis2.title_text" into key tuples, and
+# plotly parses the same few hundred strings anew each time (a third of the figure-building time of a lesson
+# page). The parse depends on the string alone, so one parse per string serves every later figure: the same
+# tuples, the same figures (tests/lessons/common/test_path_parse.py compares every lesson's figures).
+# plotly's own function, kept where plotly's module holds it: a second import of this module (a reload) wraps it
+# again, not the wrapper.
+_PLOTLY_PATH_PARSE = getattr(plotly.basedatatypes, "_parse_path_uncached", plotly.basedatatypes._str_to_dict_path_full)
+_PARSED_PATHS_KEPT = 4096
+
+
+@functools.lru_cache(maxsize=_PARSED_PATHS_KEPT)
+def _parsed_path(key_path: str) -> tuple[tuple, tuple]:
+    path, positions = _PLOTLY_PATH_PARSE(key_path)
+    return path, tuple(positions)
+
+
+def parse_path_once(key_path: str) -> tuple[tuple, list]:
+    """plotly's own parse of a property path (`_str_to_dict_path_full`), remembered per string."""
+    if not isinstance(key_path, str):  # plotly's own answer (and error) for anything else
+        return _PLOTLY_PATH_PARSE(key_path)
+    path, positions = _parsed_path(key_path)
+    return path, list(positions)  # a fresh list, as plotly returns: a caller may change it
+
+
+plotly.basedatatypes._parse_path_uncached = _PLOTLY_PATH_PARSE
+plotly.basedatatypes._str_to_dict_path_full = parse_path_once
 
 
 def head_colour(head: int) -> str:
