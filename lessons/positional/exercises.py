@@ -162,8 +162,10 @@ def rotary_period(positions_in_text: int, width: int, base: float, shown: int) -
         figure=lambda: rotation_frequencies(
             rotary_frequencies(head_width, theta),
             sinusoidal_frequencies(width, base),
-            f"SmolLM2: θ = {theta:g}, d_head = {head_width}",
-            f"sinusoidal table: base = {base:g}, d = {width}",
+            theta,
+            head_width,
+            base,
+            width,
             f"Pair {pair} turns {frequency:.4f} rad a position",
         ),
     )

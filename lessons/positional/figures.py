@@ -287,11 +287,15 @@ def _colours():
 ROTARY_COLOUR = "#2ca02c"
 
 
-def rotation_frequencies(rotary, sinusoidal, rotary_name: str, sinusoidal_name: str, title: str = "") -> go.Figure:
+def rotation_frequencies(
+    rotary, sinusoidal, theta: float, head_width: int, base: float, width: int, title: str = ""
+) -> go.Figure:
     """Radians a position for each pair of a rotary head and each sine/cosine pair of the sinusoidal table,
     against how far along the head (or the table) the pair sits: 2k/d from 0 to 1. The y axis is logarithmic:
     the fastest pair turns a radian a step, the slowest ten thousand or more times slower."""
     figure = go.Figure()
+    rotary_name = f"SmolLM2: θ = {theta:g}, d_head = {head_width}"
+    sinusoidal_name = f"sinusoidal table: base = {base:g}, d = {width}"
     drawn = ((rotary_name, rotary, ROTARY_COLOUR), (sinusoidal_name, sinusoidal, SINUSOIDAL_COLOUR))
     for name, values, colour in drawn:
         frequencies = _compact(values)

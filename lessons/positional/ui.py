@@ -423,8 +423,10 @@ def rotary_frequency_figure(head_width: int, theta: float, width: int, base: flo
     return rotation_frequencies(
         rotary.rotary_frequencies(head_width, theta),
         rotary.sinusoidal_frequencies(width, base),
-        f"SmolLM2: θ = {theta:g}, d_head = {head_width}",
-        f"sinusoidal table: base = {base:g}, d = {width}",
+        theta,
+        head_width,
+        base,
+        width,
         "Radians each pair turns per position",
     )
 
