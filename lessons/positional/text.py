@@ -171,7 +171,7 @@ ROTARY_LOAD_FAILED = "SmolLM2 could not be loaded, so its queries and keys canno
 
 def rotary_check(own_score: float, largest_change: float, query: str, key: str, shifts: int) -> str:
     return (
-        f"The score of {query} with {key} at their own positions is {own_score:.6f}: the number the forward pass"
-        f" computes there. Moved together over {shifts} shifts, it never changes by more than {largest_change:.1e}"
-        " (float32 rounding)."
+        f"The score of query {query} with key {key} at their own positions is {own_score:.6f}: the number the"
+        f" forward pass computes there. Moved together over {shifts} shifts, it never changes by more than"
+        f" {largest_change:.1e} (float32 rounding)."
     )

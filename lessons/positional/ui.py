@@ -23,6 +23,7 @@ from lessons.common.labels import token_label
 from lessons.common.llm import readable
 from lessons.common.plots import safe_label
 from lessons.common.runs import tokenize
+from lessons.common.safe_text import visible
 from lessons.common.ui import charts, linked, loaders, widgets
 from lessons.common.ui.sidebar import StudyContext
 from lessons.positional import links, rotary, text
@@ -500,7 +501,7 @@ def show_rotary(encoding: Encoding) -> None:
     st.caption(text.arrows_caption({pair: float(frequencies[pair]) for pair in shown_pairs}))
     st.markdown(text.ROTARY_DISTANCE)
     study = rotary.shift_study(found, head, query_token, key_token, ROTARY_SHIFTS)
-    query_name, key_name = f"“{pieces[query_token]}” ({query_token})", f"“{pieces[key_token]}” ({key_token})"
+    query_name, key_name = token_label(query_token, pieces[query_token]), token_label(key_token, pieces[key_token])
     charts.show(
         scores_under_shifts(
             study.shifts,
@@ -508,10 +509,11 @@ def show_rotary(encoding: Encoding) -> None:
             study.other_distance,
             study.own_score,
             "One query with one key, moved along",
-            f"query {safe_label(query_name)}, key {safe_label(key_name)}, layer {layer}, head {head}",
+            f"query {safe_label(query_name)}, key {safe_label(key_name)}<br>layer {layer}, head {head}",
         )
     )
-    st.caption(text.rotary_check(study.own_score, study.largest_change, query_name, key_name, len(study.shifts)))
+    named = visible(query_name), visible(key_name)  # a token may be markdown ("**", "$"): shown as written
+    st.caption(text.rotary_check(study.own_score, study.largest_change, *named, len(study.shifts)))
 
 
 SECTIONS = {  # the tabs, in order: only the open one runs

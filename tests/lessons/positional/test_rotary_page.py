@@ -10,6 +10,7 @@ import torch
 
 from anatomy.config import SMOLLM2_135M
 from harness.apptest import all_markdown, assert_clean, numbers, open_page, plotly_figures
+from lessons.common.labels import token_label
 from lessons.common.llm import readable
 from lessons.common.ui import loaders
 from lessons.positional import links
@@ -67,7 +68,19 @@ def test_the_drawn_score_at_the_tokens_own_positions_is_the_forwards_and_stays_f
     assert np.abs(same_distance - forward_score).max() < 1e-3
     assert np.abs(other_distance - forward_score).max() > 100 * np.abs(same_distance - forward_score).max()
     title = title_of(figure)
-    assert f"({query_token})" in title and f"({key_token})" in title and f"layer {layer}, head {head}" in title
+    query_name, key_name = (token_label(token, tokens.pieces[token]) for token in (query_token, key_token))
+    assert f"query {query_name}, key {key_name}" in title and f"layer {layer}, head {head}" in title, title
+
+
+def test_the_caption_shows_tokens_that_are_markdown_as_written():
+    text = "**bold**"
+    pieces = readable.text_tokens(loaders.get_chat_model(), text).pieces
+    query_token, key_token = len(pieces) - 1, 0
+    assert pieces[query_token] == pieces[key_token] == "**"
+    app = open_rotary(text=text, **{links.ROPE_QUERY: str(query_token), links.ROPE_KEY: str(key_token)})
+    assert_clean(app)
+    (caption,) = [caption.value for caption in app.caption if "at their own positions" in caption.value]
+    assert "**" not in caption, "bold markup would hide the tokens between the two"
 
 
 def test_a_server_without_smollm2_shows_the_frequencies_and_says_why_there_is_no_more(monkeypatch):
