@@ -20,14 +20,14 @@ from lessons.positional.analysis import (
     rebuilds_identically,
     similarity_matrix,
 )
-from lessons.positional.rotary import QueriesAndKeys, queries_and_keys
+from lessons.positional.rotary import QueriesAndKeys, layer_inputs, queries_and_keys
 
 SOURCE_CODE: dict[str, list[Callable[..., object]]] = {  # what each tab runs, shown under the page
     links.CURVES: [sinusoidal_positional_encoding],
     links.TABLE: [sinusoidal_positional_encoding, learned_position_table],
     links.SIMILARITY: [similarity_matrix, offset_profile],
     links.PROPERTIES: [describe_encoding, rebuilds_identically],
-    links.ROTARY: [Rotation.at, Rotation.apply, queries_and_keys, QueriesAndKeys.scores],
+    links.ROTARY: [Rotation.at, Rotation.apply, layer_inputs, queries_and_keys, QueriesAndKeys.scores],
 }
 
 context = sidebar.current()

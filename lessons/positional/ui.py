@@ -432,15 +432,24 @@ def rotary_frequency_figure(head_width: int, theta: float, width: int, base: flo
     )
 
 
-@st.cache_resource(max_entries=16, show_spinner="Reading SmolLM2's queries and keys of your text…")
-def rotary_study(study_text: str, layer: int) -> tuple[rotary.QueriesAndKeys, tuple[str, ...]]:
-    """One layer's unrotated queries and keys of the text (its first MAX_TOKENS tokens), with the tokens'
-    readable pieces: computed once per text and layer, shared by every session."""
+# At most two texts' layer inputs: 35 MB each at 512 tokens (MAX_TOKENS), far less for a sentence.
+@st.cache_resource(max_entries=2, show_spinner="Running SmolLM2 on your text…")
+def rotary_layer_inputs(study_text: str) -> tuple[tuple[Tensor, ...], tuple[str, ...]]:
+    """What each of SmolLM2's layers reads of the text (its first MAX_TOKENS tokens), with the tokens' readable
+    pieces: one forward pass per text, shared by every session and every layer."""
     chat = loaders.get_chat_model()
     tokens = readable.text_tokens(chat, study_text, MAX_TOKENS)
     model = chat.loaded.model
     ids = torch.tensor([tokens.ids], device=next(model.parameters()).device)
-    return rotary.queries_and_keys(model, ids, layer), tokens.pieces
+    return rotary.layer_inputs(model, ids), tokens.pieces
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def rotary_study(study_text: str, layer: int) -> tuple[rotary.QueriesAndKeys, tuple[str, ...]]:
+    """One layer's unrotated queries and keys of the text, with the tokens' readable pieces: another layer of
+    the same text projects that layer's input alone, without running the model again."""
+    inputs, pieces = rotary_layer_inputs(study_text)
+    return rotary.queries_and_keys(loaders.get_chat_model().loaded.model, inputs[layer], layer), pieces
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
