@@ -41,6 +41,7 @@ from anatomy.checkpoints import keymaps
 from anatomy.checkpoints.pretrained import load_gguf
 from anatomy.config import SMOLLM2_135M
 from anatomy.models import DecoderOnlyLM
+from harness.references import llama_config
 
 ROOT = Path(__file__).resolve().parents[1]
 LENGTHS = (2048, 8192)
@@ -72,26 +73,10 @@ def load_ours(path: Path | None, device: torch.device) -> DecoderOnlyLM:
 def transformers_reference(ours: DecoderOnlyLM):
     """transformers' LlamaForCausalLM with its default (SDPA) attention, holding our very tensors."""
     import transformers
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaForCausalLM
 
     config = ours.config
-    reference_config = LlamaConfig(
-        vocab_size=config.vocab_size,
-        hidden_size=config.width,
-        intermediate_size=config.ff_width,
-        num_hidden_layers=config.num_layers,
-        num_attention_heads=config.num_heads,
-        num_key_value_heads=config.num_kv_heads,
-        max_position_embeddings=config.max_positions,
-        rms_norm_eps=config.layer_norm_eps,
-        rope_parameters={"rope_type": "default", "rope_theta": config.rope_theta},
-        tie_word_embeddings=config.tie_embeddings,
-        attention_bias=config.bias,
-        mlp_bias=config.bias,
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=None,
-    )
+    reference_config = llama_config(config)
     reference = LlamaForCausalLM(reference_config)  # transformers' default attention: SDPA
     ours_state = ours.state_dict()
     state = {}

@@ -8,11 +8,15 @@ could not hide among near-ties, and make greedy decoding wander instead of repea
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
 from anatomy.checkpoints.pretrained import load_pretrained
+from anatomy.config import SMOLLM2_135M
 from anatomy.generation import Sampling, generate
+from harness.references import llama_config
 
 pytestmark = pytest.mark.usefixtures("no_autograd")
 
@@ -24,25 +28,26 @@ CACHE_TOLERANCE = 5e-5
 PROMPTS = ([7], [3, 14, 15, 92], [2, 71, 82, 81, 82, 84, 59])
 
 
+# Two layers, four query heads sharing two key/value heads, SmolLM2's switches otherwise
+TINY_LLAMA = replace(
+    SMOLLM2_135M,
+    vocab_size=VOCABULARY,
+    max_positions=64,
+    width=64,
+    ff_width=96,
+    num_layers=2,
+    num_heads=4,
+    num_kv_heads=2,
+    rope_theta=500.0,
+    layer_norm_eps=1e-6,
+)
+
+
 def save_tiny_llama(folder, tie: bool):
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=VOCABULARY,
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        rope_theta=500.0,
-        tie_word_embeddings=tie,
-        initializer_range=0.3,
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=None,
-    )
+    config = llama_config(replace(TINY_LLAMA, tie_embeddings=tie), initializer_range=0.3)
     LlamaForCausalLM(config).eval().save_pretrained(folder)
     return folder
 
@@ -199,3 +204,8 @@ def test_two_conversations_interleaved_on_one_model_keep_apart(ours, input_ids):
     ours(second[:, 9:], cache=second_cache)
     assert (first_cache.length, second_cache.length) == (13, 13)
     assert largest_difference(torch.cat(pieces, dim=1), alone) <= CACHE_TOLERANCE
+
+
+def test_a_config_that_is_not_a_llama_is_refused_with_what_differs():
+    with pytest.raises(ValueError, match="'positions': 'learned'"):
+        llama_config(replace(TINY_LLAMA, positions="learned"))
