@@ -119,7 +119,7 @@ RESTING_INTRO = (
     "sink*. Gu et al. (2024) count a head as a sink when that token's *importance*, the weight it gets averaged "
     f"over every query that can see it, exceeds ε = {SINK_THRESHOLD}. In an encoder every query sees every key, so "
     "a token's importance is simply its share in the table above, and the same rule counts the heads that "
-    "rest on [CLS] or [SEP]. This model is a small distilled BERT: where do its heads rest?"
+    "rest on [CLS] or [SEP]. Where do the heads of the model in use rest?"
 )
 SINKS_LINK_LABEL = "A decoder's first-token sink: Attention sinks"
 RESTING_MAP_NOTE = (
