@@ -27,7 +27,6 @@ from anatomy.attention import AttentionEdit
 from anatomy.models import DecoderOnlyLM
 from lessons.common.decoder_attention import as_batch, each_layer_attention
 
-SINK_THRESHOLD = 0.3  # ε of Gu et al. 2024
 COPY_LENGTH = 50  # tokens in each copy of the induction test (TransformerLens's tutorial repeats 50)
 RANDOM_TOKENS = 128  # random tokens the sink rate is measured on, beside the learner's text
 SEED = 0  # random tokens are drawn with this seed, so that every page shows the same numbers
@@ -42,11 +41,6 @@ def importance(weights: Tensor, position: int = 0) -> Tensor:
     """(..., T, T) -> (...): the mean over queries i ≥ position of A[i, position], the weight a head gives that
     position on average over every query that can see it (Gu et al. 2024)."""
     return weights[..., position:, position].mean(dim=-1)
-
-
-def sink_rate(first_token_importance: Tensor, threshold: float = SINK_THRESHOLD) -> float:
-    """The share of heads whose importance of the first token exceeds the threshold."""
-    return float((first_token_importance > threshold).double().mean())
 
 
 def diagonal_score(weights: Tensor, offset: int) -> Tensor:

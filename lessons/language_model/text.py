@@ -10,9 +10,10 @@ GPT: the logit lens" (2020).
 
 from __future__ import annotations
 
+from lessons.common.attention_sinks import SINK_THRESHOLD
 from lessons.common.decoder_attention import MAX_TOKENS
 from lessons.common.llm.readable import SHOWN_SPACE, readable_piece
-from lessons.language_model.heads import COPY_LENGTH, RANDOM_TOKENS, SINK_THRESHOLD
+from lessons.language_model.heads import COPY_LENGTH, RANDOM_TOKENS
 from lessons.language_model.logit_lens import POSITIONS
 from lessons.language_model.writing import MAX_NEW_TOKENS
 

@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from anatomy.generation import Sampling
-from lessons.common import decoder_attention, hosting, safe_text
+from lessons.common import attention_sinks, decoder_attention, hosting, safe_text
 from lessons.common.labels import token_label
 from lessons.common.llm import readable
 from lessons.common.llm.readable import ModelTokens
@@ -352,10 +352,10 @@ def show_attention(chat: ChatModel, tokens: ModelTokens, study_text: str) -> Non
 
 
 def sink_caption(importance, where: str) -> str:
-    sinks = int((importance > heads.SINK_THRESHOLD).sum())
+    sinks = int(attention_sinks.sink_heads(importance).sum())
     return (
-        f"Sink rate {where}: **{heads.sink_rate(importance):.1%}** ({sinks} of {importance.numel()} heads give the "
-        f"first token an importance above {heads.SINK_THRESHOLD})."
+        f"Sink rate {where}: **{attention_sinks.sink_rate(importance):.1%}** ({sinks} of {importance.numel()} "
+        f"heads give the first token an importance above {attention_sinks.SINK_THRESHOLD})."
     )
 
 

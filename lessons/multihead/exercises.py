@@ -1,6 +1,7 @@
-"""The multi-head lesson's exercises: which head of a layer is a previous-token head, and how many numbers one
-head's output holds for the whole text. Both are read from the traced run of the learner's text, the first
-with the lesson's own statistic (`statistics.previous_share`), the second from the shapes the trace records."""
+"""The multi-head lesson's exercises: which head of a layer is a previous-token head, how many numbers one
+head's output holds for the whole text, and how many heads rest on [CLS] or [SEP]. All are read from the traced
+run of the learner's text, with the lesson's own statistics (`statistics.previous_share`, `.resting_heads`) or
+the shapes the trace records."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from lessons.common.labels import token_labels
 from lessons.common.runs import EncoderRun
 from lessons.multihead import figures
 from lessons.multihead import statistics as head_stats
+from lessons.multihead.statistics import HeadStatistics
 
 # A head "clearly stands out" as a previous-token head when, on average, it gives the token just before each
 # query at least this share of its attention, and at least MARGIN more than any other head of its layer does.
@@ -145,7 +147,55 @@ def numbers_in_one_head(run: EncoderRun, layer: int) -> Exercise | None:
     )
 
 
+def cls_and_sep_statistics(run: EncoderRun) -> HeadStatistics | None:
+    """Every head's statistics with [CLS] and [SEP] marked; None when the text is not framed by them (a
+    BERT-style input opens with [CLS] and closes with [SEP], so they are its first and last tokens)."""
+    tokens, special = run.tokenized.tokens, run.tokenized.special
+    if len(tokens) < 2 or not (special[0] and special[-1]):
+        return None
+    cls_keys, sep_keys = head_stats.token_marks(tokens, tokens[0]), head_stats.token_marks(tokens, tokens[-1])
+    return run.over_layers(lambda weights: head_stats.head_statistics(weights, cls_keys, sep_keys))
+
+
+def heads_that_rest(run: EncoderRun, layer: int) -> Exercise | None:
+    """How many of the model's heads give [CLS] or [SEP] more than ε of their attention on this text; asked
+    only on a text long enough that a head spreading its weight evenly does not count as well."""
+    statistics = cls_and_sep_statistics(run)
+    if statistics is None:
+        return None
+    resting = head_stats.resting_heads(statistics, len(run.tokenized))
+    if resting.even_spread_counts:
+        return None
+    layers, heads_per_layer = len(resting.either), resting.heads // len(resting.either)
+    total, busiest = int(resting.either.sum()), int(resting.either.argmax())
+    return Exercise(
+        question=(
+            f"Many heads of a BERT-style model park their attention on [CLS] or [SEP] when their own pattern finds "
+            f"nothing to do. This model has {layers} layers of {heads_per_layer} heads, {resting.heads} in all. On "
+            f"your text ({len(run.tokenized):,} tokens), how many of them give [CLS] or [SEP] more than "
+            f"{resting.threshold} of their attention, on average over the tokens?"
+        ),
+        answer=total,
+        tolerance=heads_per_layer // 2,
+        explanation=(
+            f"**{total}** of {resting.heads}: {int(resting.cls.sum())} rest on [CLS] and {int(resting.sep.sum())} "
+            f"on [SEP]. Layer {busiest} has the most, {int(resting.either[busiest])} of its {heads_per_layer}. "
+            "The count depends on the text: on a short one a head finds little to read and rests; on a long one "
+            "many find words to follow. In the figure each head has the larger of its two shares: every cell above "
+            f"{resting.threshold} is a head that rests. The *Head statistics* tab counts them layer by layer."
+        ),
+        figure=lambda: figures.layer_head_map(
+            statistics.cls_share.maximum(statistics.sep_share),
+            "larger share, [CLS] or [SEP]",
+            zmin=0.0,
+            zmax=1.0,
+            title="Each head's larger share: [CLS] or [SEP]",
+        ),
+    )
+
+
 OFFERS = {
     "previous": Offer("A previous-token head", which_head_looks_back),
     "split": Offer("Numbers in one head", numbers_in_one_head),
+    "resting": Offer("Heads that rest", heads_that_rest),
 }

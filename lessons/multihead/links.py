@@ -19,3 +19,9 @@ HEADS_OFF = "mh_ablate"  # the heads of the layer switched off, as "4,10"
 ALL_HEADS, HEAD_VIEW, TWO_SENTENCES = "All heads", "Head view", "Two sentences"
 HEAD_STATISTICS, SPLIT_AND_RECOMBINE, SWITCH_OFF = "Head statistics", "Split and recombine", "Switch a head off"
 TABS = (ALL_HEADS, HEAD_VIEW, TWO_SENTENCES, HEAD_STATISTICS, SPLIT_AND_RECOMBINE, SWITCH_OFF)
+
+# The language-model lesson's "Attention sinks" tab, linked from Head statistics. A lesson never imports another,
+# so its link key and tab name are written here; tests/lessons/multihead/test_page.py checks them against
+# lessons.language_model.links.
+LANGUAGE_MODEL_LESSON = "language_model"
+LANGUAGE_MODEL_SINKS_TAB = {"lm_tab": "Attention sinks"}

@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from lessons.common.attention_sinks import SINK_THRESHOLD, sink_heads
+
 
 def row_entropy(weights: Tensor) -> Tensor:
     """(..., T, S) -> (..., T): −Σ_j p_j log p_j of each row, in nats.
@@ -97,6 +99,45 @@ def head_statistics(attention_weights: Tensor, cls_keys: Tensor, sep_keys: Tenso
         sep_share=share_on_keys(attention_weights, sep_keys).mean(dim=-1),
         self_share=self_share(attention_weights).mean(dim=-1),
         previous_share=_mean_or_zero(previous_share(attention_weights)),
+    )
+
+
+@dataclass(frozen=True)
+class RestingHeads:
+    """How many heads of each layer rest on [CLS], on [SEP], and on either one: give it more than ε of their
+    attention, averaged over the queries.
+
+    In an encoder every query sees every key, so the importance of a token in Gu et al.'s sense (the mean
+    over the queries that can see it) is that token's share, and the rule that counts a decoder's sink heads
+    counts these. On a text of T ≤ 3 tokens even a head that spreads its weight evenly gives each token
+    1/T > 0.3: `even_spread_counts` says so.
+    """
+
+    cls: Tensor  # (L,) heads of each layer whose [CLS] share exceeds the threshold
+    sep: Tensor  # (L,) the same for [SEP]
+    either: Tensor  # (L,) heads that rest on [CLS] or on [SEP] (or both)
+    heads: int  # every head of the stack, L × H
+    threshold: float
+    even_spread_counts: bool
+
+    def rows(self) -> list[dict[str, int]]:
+        """One record per layer, {"layer", "[CLS]", "[SEP]", "either"}, ready to become a table."""
+        return [
+            {"layer": layer, "[CLS]": int(cls), "[SEP]": int(sep), "either": int(either)}
+            for layer, (cls, sep, either) in enumerate(zip(self.cls, self.sep, self.either, strict=True))
+        ]
+
+
+def resting_heads(statistics: HeadStatistics, tokens: int, threshold: float = SINK_THRESHOLD) -> RestingHeads:
+    """Count, layer by layer, the heads whose [CLS] or [SEP] share exceeds `threshold`, on a text of `tokens`."""
+    on_cls, on_sep = sink_heads(statistics.cls_share, threshold), sink_heads(statistics.sep_share, threshold)
+    return RestingHeads(
+        cls=on_cls.sum(dim=-1),
+        sep=on_sep.sum(dim=-1),
+        either=(on_cls | on_sep).sum(dim=-1),
+        heads=on_cls.numel(),
+        threshold=threshold,
+        even_spread_counts=1 / max(tokens, 1) > threshold,
     )
 
 

@@ -1,5 +1,7 @@
 """What the multi-head lesson says: its prose and formulas, kept apart from the widgets that show them."""
 
+from lessons.common.attention_sinks import SINK_THRESHOLD
+
 INTRO = (
     "One attention head computes one weighted average per token. A multi-head layer runs $H$ of them side "
     "by side, each with its own $W_Q$, $W_K$ and $W_V$ of width $d_{head} = D / H$, so that one head can follow "
@@ -106,6 +108,38 @@ STATISTICS_NOTE = (
 def statistic_title(description: str) -> str:
     """A map's title from a statistic's description: what comes before its formula or scale."""
     return description.split(":")[0]
+
+
+RESTING_HEADING = "Where the heads rest"
+RESTING_INTRO = (
+    "Clark et al. (2019, *What Does BERT Look At?*) found that many of BERT's heads put most of their weight "
+    "on [SEP], and some on [CLS], on almost any text. They read it as a **no-op**: a head whose own pattern "
+    "(the next word, the object of a verb…) finds nothing to do in a sentence parks its attention on a token "
+    "that is always there, and adds little. A decoder does the same with its very first token, an *attention "
+    "sink*. Gu et al. (2024) count a head as a sink when that token's *importance*, the weight it gets averaged "
+    f"over every query that can see it, exceeds ε = {SINK_THRESHOLD}. In an encoder every query sees every key, so "
+    "a token's importance is simply its share in the table above, and the same rule counts the heads that "
+    "rest on [CLS] or [SEP]. Where do the heads of the model in use rest?"
+)
+SINKS_LINK_LABEL = "A decoder's first-token sink: Attention sinks"
+RESTING_MAP_NOTE = (
+    "Which heads they are: draw the share of attention on [CLS] or on [SEP] on the map above; "
+    f"the cells above {SINK_THRESHOLD} are the heads counted here."
+)
+
+
+def resting_total(on_sep: int, on_cls: int, either: int, heads: int, threshold: float) -> str:
+    return (
+        f"On your text, **{on_sep} of {heads}** heads rest on [SEP] and **{on_cls} of {heads}** on [CLS] "
+        f"(**{either}** on one or the other): they give it more than {threshold} of their attention."
+    )
+
+
+def even_spread_note(tokens: int) -> str:
+    return (
+        f"Your text is only {tokens} tokens long: a head that spreads its attention evenly gives each token "
+        f"1/{tokens} of it, more than ε, so it counts as well. A longer text tells resting heads from even ones."
+    )
 
 
 # ----- Split and recombine

@@ -18,7 +18,7 @@ from anatomy.models import Encoder
 from lessons.common import windows
 from lessons.common.labels import token_label, token_labels
 from lessons.common.runs import EncoderRun
-from lessons.common.ui import charts, linked, loaders, widgets
+from lessons.common.ui import charts, frame, linked, loaders, widgets
 from lessons.common.ui.sidebar import StudyContext
 from lessons.multihead import ablation, comparison, figures, links, text
 from lessons.multihead import statistics as head_stats
@@ -338,6 +338,32 @@ def show_statistics(view: LayerView) -> None:
             title=text.statistic_title(head_stats.STATISTICS[name]),
         )
     )
+    show_resting_heads(statistics, len(view.run.tokenized))
+
+
+def show_resting_heads(statistics: HeadStatistics, tokens: int) -> None:
+    """How many heads of each layer rest on [CLS] and on [SEP] (Clark et al. 2019), counted as a decoder's sink
+    heads are, with a link to those. Which heads they are, the map above already draws."""
+    st.subheader(text.RESTING_HEADING)
+    st.markdown(text.RESTING_INTRO)
+    lesson = frame.lesson_named(links.LANGUAGE_MODEL_LESSON)
+    st.page_link(
+        lesson.file,
+        label=text.SINKS_LINK_LABEL,
+        icon=":material/arrow_forward:",
+        query_params=links.LANGUAGE_MODEL_SINKS_TAB,
+        help=lesson.numbered_title,
+    )
+    resting = head_stats.resting_heads(statistics, tokens)
+    st.markdown(
+        text.resting_total(
+            int(resting.sep.sum()), int(resting.cls.sum()), int(resting.either.sum()), resting.heads, resting.threshold
+        )
+    )
+    st.dataframe(pd.DataFrame(resting.rows()), hide_index=True)
+    if resting.even_spread_counts:
+        st.caption(text.even_spread_note(tokens))
+    st.caption(text.RESTING_MAP_NOTE)
 
 
 def show_recombination(view: LayerView) -> None:

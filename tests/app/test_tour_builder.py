@@ -100,7 +100,7 @@ def test_the_exercise_open_on_screen_is_recorded_and_another_one_or_none_can_be_
     (stop,) = built(app)
     assert dict(stop.query)["exercise"] == "previous"
     field = app.sidebar.selectbox(key="tour_build_0_exercise")
-    assert field.options == ["none", "A previous-token head", "Numbers in one head"]
+    assert field.options == ["none", "A previous-token head", "Numbers in one head", "Heads that rest"]
     field.select("Numbers in one head").run()
     assert dict(built(app)[0].query)["exercise"] == "split"
     app.sidebar.selectbox(key="tour_build_0_exercise").select("none").run()

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from anatomy.attention import AttentionEdit
+from lessons.common import attention_sinks
 from lessons.common.decoder_attention import each_layer_attention, layer_attention
 from lessons.common.llm import readable
 from lessons.language_model import heads, reading
@@ -55,7 +56,7 @@ def score_by_loops(weights: torch.Tensor, key_of_query) -> list[float]:
 def test_a_head_that_puts_everything_on_the_first_token_has_importance_1_and_is_a_sink():
     resting = causal_pattern([0] * 6, 6)
     assert heads.importance(resting).tolist() == [1.0]
-    assert heads.sink_rate(heads.importance(resting)) == 1.0
+    assert attention_sinks.sink_rate(heads.importance(resting)) == 1.0
 
 
 def test_an_even_head_gives_the_first_token_the_mean_of_one_over_i_plus_one():
@@ -64,10 +65,6 @@ def test_an_even_head_gives_the_first_token_the_mean_of_one_over_i_plus_one():
     expected = sum(1 / (query + 1) for query in range(tokens)) / tokens  # 0.408 at 6 tokens
     assert heads.importance(even).item() == pytest.approx(expected)
     assert heads.importance(even, position=5).item() == pytest.approx(1 / 6)  # the last key: one query sees it
-
-
-def test_the_sink_rate_counts_only_heads_above_the_threshold():
-    assert heads.sink_rate(torch.tensor([[0.9, 0.3, 0.31], [0.0, 0.29, 0.5]])) == pytest.approx(3 / 6)
 
 
 def test_a_synthetic_induction_pattern_scores_1_and_is_no_previous_token_head():

@@ -18,7 +18,7 @@ from harness.apptest import (
     open_page,
     table_with,
 )
-from lessons.common import decoder_attention
+from lessons.common import attention_sinks, decoder_attention
 from lessons.language_model import heads, links, logit_lens, reading, text, ui, writing
 
 pytestmark = pytest.mark.slow  # every test runs SmolLM2 through the page (seconds each)
@@ -245,8 +245,8 @@ def test_the_sink_maps_are_every_heads_first_token_importance_and_the_page_quote
         (drawn,) = chart(app, key)["data"]
         assert np.allclose(numbers(drawn["z"]), expected.numpy(), atol=1e-9)
     markdown = all_markdown(app)
-    assert f"Sink rate on your text: **{heads.sink_rate(on_text):.1%}**" in markdown
-    assert f"Sink rate on random tokens: **{heads.sink_rate(on_random):.1%}**" in markdown
+    assert f"Sink rate on your text: **{attention_sinks.sink_rate(on_text):.1%}**" in markdown
+    assert f"Sink rate on random tokens: **{attention_sinks.sink_rate(on_random):.1%}**" in markdown
 
 
 def test_removing_the_linked_layers_sink_shows_the_losses_and_guesses_the_experiment_computes(chat):

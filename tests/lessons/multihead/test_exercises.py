@@ -17,7 +17,13 @@ from harness.apptest import (
 )
 from lessons.common.runs import run_encoder
 from lessons.multihead import links
-from lessons.multihead.exercises import numbers_in_one_head, strongest_previous_token_head, which_head_looks_back
+from lessons.multihead.exercises import (
+    heads_that_rest,
+    numbers_in_one_head,
+    strongest_previous_token_head,
+    which_head_looks_back,
+)
+from tests.lessons.multihead.resting_by_loop import resting_counts_by_loop
 
 PAGE = "lesson_pages/multihead.py"
 TEXT = "time flies like an arrow"  # [CLS] time flies like an arrow [SEP]: 7 tokens
@@ -121,6 +127,51 @@ def test_a_wrong_count_is_told_the_right_one_and_the_split_of_a_token_is_drawn()
     assert (title["text"], title["subtitle"]["text"]) == ("Layer 0, token 1", "one block of 32 numbers per head")
     frames = [shape for shape in split["layout"]["shapes"] if shape["type"] == "rect"]
     assert [(shape["x0"], shape["x1"]) for shape in frames] == [(-0.5, 31.5), (-0.5, 31.5)]  # head 0's block
+
+
+LONG_TEXT = (  # 95 tokens with [CLS] and [SEP]
+    "The history of the transformer began with a paper on machine translation. Its authors replaced recurrence "
+    "with attention, so that every word could look at every other word at once. Within a year, encoders such as "
+    "BERT were trained to fill in hidden words, and decoders such as GPT learned to write the next word. Today the "
+    "same blocks read images, sound and code, and small models like the one on this page fit on a laptop."
+)
+
+
+def test_the_heads_that_rest_are_those_a_plain_loop_counts_on_a_short_and_a_long_text(embedded, hf_bert):
+    for text, tokens, resting in ((TEXT, 7, 66), (LONG_TEXT, 95, 25)):
+        exercise = heads_that_rest(run_encoder(embedded.model, embedded.tokenizer, text), 0)
+        counted = resting_counts_by_loop(hf_bert, embedded.tokenizer, text)
+        assert exercise.answer == sum(row["either"] for row in counted) == resting
+        assert f"your text ({tokens} tokens)" in exercise.question and "72 in all" in exercise.question
+    # Half a layer's heads either way count: 66 ± 6.
+    assert exercise.tolerance == 6 and exercise.is_right(31) and not exercise.is_right(32)
+
+
+def test_a_text_too_short_to_tell_a_resting_head_from_an_even_one_asks_nothing(embedded):
+    for text in ("arrow", "\u200b"):  # [CLS] arrow [SEP]: an even head gives each token 1/3 > 0.3; then no word
+        assert heads_that_rest(run_encoder(embedded.model, embedded.tokenizer, text), 0) is None
+    assert heads_that_rest(run_encoder(embedded.model, embedded.tokenizer, "an arrow"), 0) is not None
+
+
+@pytest.mark.parametrize("name", sorted(set(HOSTILE_TEXTS) - {"whitespace"}))
+def test_hostile_text_asks_how_many_heads_rest_without_quoting_it(embedded, name):
+    exercise = heads_that_rest(run_encoder(embedded.model, embedded.tokenizer, HOSTILE_TEXTS[name]), 0)
+    assert 0 <= exercise.answer <= 72
+    assert HOSTILE_TEXTS[name] not in exercise.question + exercise.explanation
+
+
+def test_the_page_keeps_the_count_until_check_then_draws_each_heads_larger_share():
+    app = open_exercise(PAGE, "resting", text=TEXT)
+    assert_clean(app)
+    assert "how many of them give [CLS] or [SEP] more than 0.3" in payload(app)
+    assert "**66**" not in payload(app) and not app.get("plotly_chart")
+    app = answer_exercise(app, 40)
+    assert_clean(app)
+    answer = "the answer is 66 \\(answers within ±6 count\\)."  # the brackets escaped for markdown
+    assert [item.value for item in app.error] == [f"You answered 40; {answer}"]
+    assert "**66** of 72: 65 rest on [CLS] and 2 on [SEP]" in payload(app)
+    larger_share = plotly_figures(app)[0]
+    assert larger_share["layout"]["title"]["text"] == "Each head's larger share: [CLS] or [SEP]"
 
 
 @pytest.mark.slow

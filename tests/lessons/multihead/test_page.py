@@ -3,6 +3,8 @@ changes the view, the URL restores it, and hostile text is shown literally or no
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import numpy as np
 import pytest
 
@@ -17,8 +19,10 @@ from harness.apptest import (
     show_tab,
 )
 from lessons.common.runs import run_encoder
+from lessons.language_model import links as language_model_links
 from lessons.multihead import ablation, comparison, links
 from lessons.multihead import statistics as head_stats
+from tests.lessons.multihead.resting_by_loop import resting_counts_by_loop
 
 PAGE = "lesson_pages/multihead.py"
 TEXT = "time flies like an arrow"  # [CLS] time flies like an arrow [SEP]: 7 tokens
@@ -226,6 +230,32 @@ def test_the_statistics_table_and_map_equal_head_statistics(run):
     )
     app.selectbox(key=links.STATISTIC).set_value("entropy").run()
     np.testing.assert_allclose(numbers(plotly_figures(app)[0]["data"][0]["z"]), expected.entropy.numpy(), atol=1e-6)
+
+
+def test_the_page_counts_the_heads_that_rest_on_cls_and_sep_layer_by_layer(embedded, hf_bert):
+    app = open_page(PAGE, text=TEXT, query={links.TAB: links.HEAD_STATISTICS})
+    assert_clean(app)
+    expected = resting_counts_by_loop(hf_bert, embedded.tokenizer, TEXT)
+    shown = app.dataframe[1].value
+    assert shown.to_dict("records") == expected
+    # On "time flies like an arrow" this distilled model rests on [CLS], not on [SEP] as BERT-base does.
+    cls, sep, either = (sum(row[column] for row in expected) for column in ("[CLS]", "[SEP]", "either"))
+    assert (cls, sep, either) == (65, 2, 66)
+    assert "On your text, **2 of 72** heads rest on [SEP] and **65 of 72** on [CLS] (**66** on one" in all_markdown(app)
+    assert not any("tokens long" in caption.value for caption in app.caption)  # 7 tokens: 1/7 is below 0.3
+
+
+def test_a_one_word_text_warns_that_an_even_head_counts_as_resting_too():
+    app = open_page(PAGE, text="arrow", query={links.TAB: links.HEAD_STATISTICS})  # [CLS] arrow [SEP]
+    assert_clean(app)
+    assert any("only 3 tokens long" in caption.value for caption in app.caption)
+
+
+def test_the_link_to_a_decoders_sinks_opens_the_language_model_lessons_sinks_tab():
+    app = open_page(PAGE, text=TEXT, query={links.TAB: links.HEAD_STATISTICS})
+    (sinks,) = [link.proto for link in app.get("page_link") if "sink" in link.proto.label]
+    assert sinks.page == language_model_links.__name__.split(".")[1]
+    assert sinks.query_string == urlencode({language_model_links.TAB: language_model_links.SINKS})
 
 
 def test_split_and_recombine_shows_the_heads_concatenation_and_w_o_on_the_same_numbers(embedded, run):

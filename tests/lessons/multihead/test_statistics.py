@@ -135,3 +135,34 @@ def test_real_heads_stay_within_the_bounds(embedded):
         assert float(values.min()) >= 0.0 and float(values.max()) <= 1.0 + 1e-6, name
     # MiniLM's layer 0, head 2 reads the previous token almost exclusively on this sentence.
     assert statistics.previous_share[0, 2].item() > 0.99
+
+
+def resting_statistics(sep_weight: float, tokens: int = 5) -> head_stats.HeadStatistics:
+    """One layer of two heads on [CLS] … [SEP]: head 0 puts `sep_weight` of every row on [SEP] and the rest on
+    token 1; head 1 puts every row wholly on [CLS]."""
+    weights = torch.zeros(1, 2, tokens, tokens)  # (L, H, T, T)
+    weights[0, 0, :, -1] = sep_weight
+    weights[0, 0, :, 1] = 1 - sep_weight
+    weights[0, 1, :, 0] = 1.0
+    positions = torch.arange(tokens)
+    return head_stats.head_statistics(weights, cls_keys=positions == 0, sep_keys=positions == tokens - 1)
+
+
+def test_a_head_with_all_its_weight_on_sep_rests_there_and_one_on_cls_rests_on_cls():
+    resting = head_stats.resting_heads(resting_statistics(sep_weight=1.0), tokens=5)
+    assert (resting.sep.tolist(), resting.cls.tolist(), resting.either.tolist()) == ([1], [1], [2])
+    assert resting.heads == 2 and resting.threshold == 0.3
+    assert resting.rows() == [{"layer": 0, "[CLS]": 1, "[SEP]": 1, "either": 2}]
+
+
+def test_a_head_at_exactly_the_threshold_does_not_rest_and_one_just_above_does():
+    at_threshold = head_stats.resting_heads(resting_statistics(sep_weight=0.3), tokens=5)
+    assert at_threshold.sep.tolist() == [0] and at_threshold.either.tolist() == [1]  # only the [CLS] head
+    just_above = head_stats.resting_heads(resting_statistics(sep_weight=0.31), tokens=5)
+    assert just_above.sep.tolist() == [1]
+
+
+def test_an_even_spread_counts_as_resting_only_on_texts_of_three_tokens_or_fewer():
+    # 1/3 = 0.33 > 0.3, 1/4 = 0.25 is not: [CLS] word [SEP] is too short to tell a resting head from an even one.
+    assert head_stats.resting_heads(resting_statistics(1.0, tokens=3), tokens=3).even_spread_counts
+    assert not head_stats.resting_heads(resting_statistics(1.0, tokens=4), tokens=4).even_spread_counts
