@@ -44,9 +44,21 @@ def importance(weights: Tensor, position: int = 0) -> Tensor:
     return weights[..., position:, position].mean(dim=-1)
 
 
+def even_importance(num_tokens: int) -> float:
+    """The first token's importance to a head whose every query spreads its weight evenly over the tokens it
+    sees: query i gives it 1/(i + 1), so (1 + 1/2 + … + 1/T) / T. Above ε up to 9 tokens: on a short text even a
+    head that reads everything alike counts as a sink head."""
+    return sum(1 / (query + 1) for query in range(num_tokens)) / num_tokens
+
+
+def sink_heads(first_token_importance: Tensor, threshold: float = SINK_THRESHOLD) -> int:
+    """How many heads give the first token an importance above the threshold: the sink heads."""
+    return int((first_token_importance > threshold).sum())
+
+
 def sink_rate(first_token_importance: Tensor, threshold: float = SINK_THRESHOLD) -> float:
     """The share of heads whose importance of the first token exceeds the threshold."""
-    return float((first_token_importance > threshold).double().mean())
+    return sink_heads(first_token_importance, threshold) / first_token_importance.numel()
 
 
 def diagonal_score(weights: Tensor, offset: int) -> Tensor:

@@ -152,6 +152,8 @@ def runs_for(study_text: str) -> exercises.PageRuns:
             lambda: lens_of(study_text, cap, len(tokens_of(study_text, cap)) - 1), len(study_text)
         ),
         induction=induction,
+        sinks=lambda: loaders.unless_out_of_memory(lambda: sinks_of(study_text, cap), len(study_text)),
+        sinks_on_random_tokens=sinks_on_random_tokens,
     )
 
 
@@ -352,7 +354,7 @@ def show_attention(chat: ChatModel, tokens: ModelTokens, study_text: str) -> Non
 
 
 def sink_caption(importance, where: str) -> str:
-    sinks = int((importance > heads.SINK_THRESHOLD).sum())
+    sinks = heads.sink_heads(importance)
     return (
         f"Sink rate {where}: **{heads.sink_rate(importance):.1%}** ({sinks} of {importance.numel()} heads give the "
         f"first token an importance above {heads.SINK_THRESHOLD})."

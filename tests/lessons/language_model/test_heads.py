@@ -64,9 +64,16 @@ def test_an_even_head_gives_the_first_token_the_mean_of_one_over_i_plus_one():
     expected = sum(1 / (query + 1) for query in range(tokens)) / tokens  # 0.408 at 6 tokens
     assert heads.importance(even).item() == pytest.approx(expected)
     assert heads.importance(even, position=5).item() == pytest.approx(1 / 6)  # the last key: one query sees it
+    assert heads.even_importance(tokens) == pytest.approx(heads.importance(even).item())
+
+
+def test_an_even_head_clears_epsilon_up_to_nine_tokens_and_not_from_ten_on():
+    assert heads.even_importance(1) == 1.0 and heads.even_importance(2) == 0.75
+    assert heads.even_importance(9) > heads.SINK_THRESHOLD > heads.even_importance(10)  # 0.314, 0.293
 
 
 def test_the_sink_rate_counts_only_heads_above_the_threshold():
+    assert heads.sink_heads(torch.tensor([[0.9, 0.3, 0.31], [0.0, 0.29, 0.5]])) == 3
     assert heads.sink_rate(torch.tensor([[0.9, 0.3, 0.31], [0.0, 0.29, 0.5]])) == pytest.approx(3 / 6)
 
 
