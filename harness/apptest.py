@@ -61,8 +61,10 @@ def plotly_figures(app: AppTest) -> list[dict]:
 
 
 def chart_keys(app: AppTest) -> list[str]:
-    """The key each plotly chart on the page was drawn with, in page order."""
-    return [element.proto.id.split("-")[-1] for element in app.get("plotly_chart")]
+    """The key each plotly chart on the page was drawn with, in page order. An element's id is
+    "$$ID-<digest>-<key>": the key is all after the second dash (a key may hold dashes of its own, as an
+    exercise's does, `exercise_fill-mask_…`)."""
+    return [element.proto.id.split("-", 2)[-1] for element in app.get("plotly_chart")]
 
 
 def chart(app: AppTest, key: str) -> dict:

@@ -36,7 +36,7 @@ elif not context.has_text:
 else:
     traced = ui.traced_text(context)
     # While an exercise waits for an answer, the tabs are held back: they would give it away.
-    if not check_yourself.offer(exercises.OFFERS, traced.run, traced.config):
+    if not check_yourself.offer(exercises.OFFERS, traced.run, traced.config, context.pretrained):
         widgets.show_open_tab(SECTIONS, links.TAB, traced)
 
 widgets.show_source(Encoder.forward, EncoderLayer.forward, title=text.SOURCE_TITLE)

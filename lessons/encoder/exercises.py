@@ -1,26 +1,30 @@
 """The encoder lesson's exercises: how many parameters one block of the loaded model holds, counted from its
-configuration, and which token's vector ends the stack nearest to a given token's, measured on the traced
-run of the learner's text."""
+configuration, which token's vector ends the stack nearest to a given token's, measured on the traced run of
+the learner's text, and which word the masked-LM head puts first behind the text's [MASK]. Each is built from
+(the traced run, the model's configuration, the loaded model), and reads only what it needs."""
 
 from __future__ import annotations
 
+from anatomy.checkpoints.pretrained import DEFAULT_MODEL_NAME, PretrainedModel
 from anatomy.config import TransformerConfig
 from lessons.common.block_figures import block_parameters_chart
 from lessons.common.block_parameters import block_parameters
 from lessons.common.exercises import Exercise, Offer
 from lessons.common.labels import token_label
+from lessons.common.next_token_figures import candidates_figure
 from lessons.common.plots import safe_label
 from lessons.common.runs import EncoderRun
-from lessons.common.safe_text import code_span
-from lessons.encoder import analysis, figures, tables
+from lessons.common.safe_text import code_span, visible
+from lessons.encoder import analysis, figures, fill_mask, tables, text
 
 BLOCK_TOLERANCE = 0.01  # a block count is right within 1%: the biases and layer norms are a sliver of it
 NEAREST_OPTIONS = 4
+MASK_OPTIONS = 5  # the head's five best words: enough to make the learner think, few enough to read
 
 
-def parameters_of_a_block(run: EncoderRun, config: TransformerConfig) -> Exercise:
+def parameters_of_a_block(run: EncoderRun, config: TransformerConfig, pretrained: PretrainedModel) -> Exercise:
     """How many parameters one block of the loaded model holds (its configuration says; the text plays no
-    part, so `run` is not read)."""
+    part, so neither `run` nor `pretrained` is read)."""
     parts = block_parameters(config)
     total = sum(parts.values())
     width, ff_width = config.width, config.ff_width
@@ -49,9 +53,10 @@ def parameters_of_a_block(run: EncoderRun, config: TransformerConfig) -> Exercis
     )
 
 
-def nearest_after_the_stack(run: EncoderRun, config: TransformerConfig) -> Exercise | None:
+def nearest_after_the_stack(run: EncoderRun, config: TransformerConfig, pretrained: PretrainedModel) -> Exercise | None:
     """Which token's final vector is nearest (by cosine) to the final vector of the text's longest token (the
-    first of equals), among every other token the model read, [CLS] and [SEP] included."""
+    first of equals), among every other token the model read, [CLS] and [SEP] included (the traced run holds
+    them: `pretrained` is not read)."""
     tokens = run.tokenized.tokens
     words = [position for position, special in enumerate(run.tokenized.special) if not special]
     if not words or len(tokens) < 3:
@@ -108,7 +113,53 @@ def nearest_after_the_stack(run: EncoderRun, config: TransformerConfig) -> Exerc
     )
 
 
+def _alphabetical(word: str) -> tuple[str, str]:
+    """Options in a neutral order: alphabetical, ignoring case and the marks of a word piece (`##`, RoBERTa's
+    `Ġ` for a space before it)."""
+    return word.removeprefix("##").removeprefix("Ġ").casefold(), word
+
+
+def first_word_in_the_mask(run: EncoderRun, config: TransformerConfig, pretrained: PretrainedModel) -> Exercise | str:
+    """Which word the masked-LM head puts first behind the text's first mask, among its five best; without a
+    head or without a mask, the sentence saying what would make it askable (the tab's own)."""
+    mask_token = fill_mask.mask_token_of(pretrained.tokenizer)
+    if not pretrained.has_masked_lm_head or mask_token is None:
+        return text.no_masked_lm_head(pretrained.name == DEFAULT_MODEL_NAME)
+    filled = fill_mask.fill_masks(analysis.encoder_body(pretrained.model), run, pretrained.tokenizer, MASK_OPTIONS)
+    if not filled.fills:
+        return text.no_mask_in_text(mask_token)
+    fill = filled.fills[0]
+    words, probabilities = list(fill.tokens), list(fill.probabilities)
+    answer = words[0]
+    others = ", ".join(
+        f"{code_span(word)} {probability:.3f}" for word, probability in zip(words[1:], probabilities[1:])
+    )
+    around = (
+        f"Your text has {filled.num_masks} masks. Around the first"
+        if filled.num_masks > 1
+        else "Around the mask of your text"
+    )
+    return Exercise(
+        question=(
+            f"{around}, the model reads “{visible(fill_mask.context_of(run, fill.position))}” (▢ marks it: token "
+            f"{fill.position}). Which word does its masked-LM head put first there? These are its {len(words)} best "
+            "guesses, in alphabetical order."
+        ),
+        answer=answer,
+        options=tuple(sorted(dict.fromkeys(words), key=_alphabetical)),
+        explanation=(
+            f"The head gives {code_span(answer)} a probability of {probabilities[0]:.3f}, more than any other of "
+            f"the {config.vocab_size:,} words of its vocabulary. The others: {others or 'none'}. Together these "
+            f"{len(words)} take {sum(probabilities):.1%} of the probability. The guess reads the mask's final "
+            f"vector alone, but after {config.num_layers} layers of attention that vector holds what the mask "
+            "gathered from the words on both sides of it: an encoder sees the whole text at once."
+        ),
+        figure=lambda: candidates_figure(words, probabilities, text.mask_chart_title(1, fill.position), chosen=0),
+    )
+
+
 OFFERS = {
     "block": Offer("Parameters of one block", parameters_of_a_block),
     "nearest": Offer("Nearest token after the stack", nearest_after_the_stack),
+    "fill-mask": Offer("The word behind the mask", first_word_in_the_mask),
 }

@@ -1,7 +1,7 @@
 """The language-model lesson's exercises on the learner's text: which token SmolLM2 writes next, how much of
-one head's attention rests on the first token (the "attention sink"), from which layer on the logit lens shows
-the final guess, and how well a repeated copy of random tokens is predicted. All read the page's own cached runs
-of SmolLM2 (`PageRuns`), and only the open exercise asks for one."""
+one head's attention rests on the first token (the "attention sink"), how many of its heads are sink heads, from
+which layer on the logit lens shows the final guess, and how well a repeated copy of random tokens is predicted.
+All read the page's own cached runs of SmolLM2 (`PageRuns`), and only the open exercise asks for one."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
+from lessons.common import attention_sinks
 from lessons.common.exercises import Exercise, Offer, options_around
 from lessons.common.llm import readable
 from lessons.common.llm.readable import ModelTokens
@@ -23,6 +24,7 @@ NEXT_TOKEN_OPTIONS = 5  # the model's five best guesses: enough to make the lear
 ENDING_TOKENS = 8  # the question quotes the text's last tokens, the ones the guess follows
 SINK_LAYER, SINK_HEAD = 18, 0  # a head whose share of the first token moves with the text (about 0.5 to 0.9)
 SINK_TOLERANCE = 0.05
+SINK_RATE_TOLERANCE = 10.0  # percentage points: the question is whether most heads are sinks, not how many
 COPY_LOSS_TOLERANCE = 1.0  # nats per token: the question is whether the second copy is easy, not the decimals
 
 
@@ -34,6 +36,8 @@ class PageRuns:
     attention: Callable[[int], Tensor]  # layer -> (H, T, T) that layer's attention maps
     lens: Callable[[], logit_lens.LogitLens]  # the logit lens at the text's last positions
     induction: Callable[[], heads.InductionTest]  # random tokens repeated twice (the same for every text)
+    sinks: Callable[[], Tensor]  # (L, H) every head's first-token importance on the text (the sinks tab's scan)
+    sinks_on_random_tokens: Callable[[], Tensor]  # (L, H) the same on heads.RANDOM_TOKENS random tokens
 
 
 def _ending(chat: ChatModel, tokens: ModelTokens) -> str:
@@ -134,6 +138,54 @@ def first_token_share(chat: ChatModel, tokens: ModelTokens | None, runs: PageRun
     )
 
 
+def _how_short(num_tokens: int) -> str:
+    """Why a short text's rate says little: an even spread alone would clear ε there."""
+    even = heads.even_importance(num_tokens)
+    if even <= attention_sinks.SINK_THRESHOLD:
+        return f"A head spreading its weight evenly would give it {even:.2f}, well under ε: these heads chose it."
+    return (
+        f"Careful on a text this short: a head spreading its weight evenly would give it {even:.2f} already, above "
+        "ε (the first query can read nothing else), so the random tokens are the fairer measure."
+    )
+
+
+def sink_rate(chat: ChatModel, tokens: ModelTokens | None, runs: PageRuns) -> Exercise | None:
+    """The share of SmolLM2's query heads that are sink heads on the learner's text (Gu et al. 2024)."""
+    if tokens is None or len(tokens) < 2:
+        return None  # one token: every query reads only it, every head is a sink, and there is nothing to predict
+    on_text, on_random = runs.sinks(), runs.sinks_on_random_tokens()  # (L, H) each
+    num_layers, num_heads = on_text.shape
+    total = on_text.numel()
+    count, random_count = (int(attention_sinks.sink_heads(found).sum()) for found in (on_text, on_random))
+    rate, random_rate = attention_sinks.sink_rate(on_text), attention_sinks.sink_rate(on_random)
+    first = code_span(tokens.pieces[0])
+    epsilon = attention_sinks.SINK_THRESHOLD
+    return Exercise(
+        question=(
+            f"SmolLM2 has {num_layers} layers of {num_heads} query heads: {total} heads. A head's *importance* of "
+            f"the first token, {first}, is the weight its queries give it, averaged over all {len(tokens)} queries "
+            f"of your text; Gu et al. (2024) call the head a **sink head** when that exceeds ε = "
+            f"{epsilon}. What percentage of the {total} heads are sink heads on your text? Answers "
+            f"within ±{SINK_RATE_TOLERANCE:g} count."
+        ),
+        answer=100 * rate,
+        tolerance=SINK_RATE_TOLERANCE,
+        explanation=(
+            f"**{count}** of the {total} heads give {first} an importance above {epsilon}: a sink rate "
+            f"of {rate:.1%}. On {heads.RANDOM_TOKENS} random tokens, where nothing is worth reading, {random_count} "
+            f"do ({random_rate:.1%}). {_how_short(len(tokens))} A sink head parks its weight on the first token "
+            "whatever it says: the softmax must give out a whole 1, and a head that finds nothing in the text to "
+            "read puts it where every query can see it. The tab's experiment takes one layer's sink away and shows "
+            "what that costs."
+        ),
+        figure=lambda: figures.layer_head_figure(
+            on_text,
+            f"Your text: {count} of {total} heads give the first token more than {epsilon}",
+            "first-token importance",
+        ),
+    )
+
+
 def _layer_named(depth: int) -> str:
     return "the embeddings" if depth == 0 else f"layer {depth - 1}"
 
@@ -199,6 +251,7 @@ def second_copy_loss(chat: ChatModel, tokens: ModelTokens | None, runs: PageRuns
 OFFERS = {
     "next-token": Offer("The next token", next_token),
     "first-token": Offer("Attention to the first token", first_token_share),
+    "sink-rate": Offer("How many heads are sinks", sink_rate),
     "lens-layer": Offer("Where the guess appears", lens_layer),
     "second-copy": Offer("A copy read twice", second_copy_loss),
 }

@@ -43,6 +43,13 @@ def importance(weights: Tensor, position: int = 0) -> Tensor:
     return weights[..., position:, position].mean(dim=-1)
 
 
+def even_importance(num_tokens: int) -> float:
+    """The first token's importance to a head whose every query spreads its weight evenly over the tokens it
+    sees: query i gives it 1/(i + 1), so (1 + 1/2 + … + 1/T) / T. Above ε up to 9 tokens: on a short text even a
+    head that reads everything alike counts as a sink head."""
+    return sum(1 / (query + 1) for query in range(num_tokens)) / num_tokens
+
+
 def diagonal_score(weights: Tensor, offset: int) -> Tensor:
     """(..., T, T) -> (...): the mean weight from each query to the key `offset` places away (key − query)."""
     return weights.diagonal(offset, dim1=-2, dim2=-1).mean(dim=-1)

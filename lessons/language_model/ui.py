@@ -152,6 +152,8 @@ def runs_for(study_text: str) -> exercises.PageRuns:
             lambda: lens_of(study_text, cap, len(tokens_of(study_text, cap)) - 1), len(study_text)
         ),
         induction=induction,
+        sinks=lambda: loaders.unless_out_of_memory(lambda: sinks_of(study_text, cap), len(study_text)),
+        sinks_on_random_tokens=sinks_on_random_tokens,
     )
 
 

@@ -97,10 +97,23 @@ EVERY_EXERCISE = [
 ]
 
 
+# What the default page lacks for an exercise, as the message it shows instead says it (each is asked in its
+# lesson's tests on a page that has it).
+NEEDS_MORE_THAN_THE_DEFAULT = {
+    ("encoder", "fill-mask"): "saved without its masked-language-model head",  # the embedded MiniLM
+}
+
+
 @pytest.mark.parametrize(("lesson", "name"), EVERY_EXERCISE)
 def test_every_exercise_opens_from_a_link_on_the_default_text_and_asks_before_it_reveals(lesson, name):
     app = open_exercise(f"lesson_pages/{lesson}.py", name)
     assert_clean(app)
+    if (lesson, name) in NEEDS_MORE_THAN_THE_DEFAULT:
+        assert [
+            widget for widget in [*app.radio, *app.number_input] if (widget.key or "").startswith("exercise_")
+        ] == []
+        assert NEEDS_MORE_THAN_THE_DEFAULT[lesson, name] in " ".join(str(box.value) for box in app.info)
+        return
     assert exercise_field(app) is not None, "the default text gives every exercise something to ask"
     assert not app.success and not app.error
     assert any(check_yourself.HELD_BACK == item.value for item in app.caption)

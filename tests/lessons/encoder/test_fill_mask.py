@@ -18,16 +18,6 @@ MASKED = "The capital of France is [MASK]. It has [MASK] bridges."
 CHECKPOINTS_THAT_WOULD = ("bert-base-uncased", "distilbert-base-uncased", "roberta-base", "`<mask>`")
 
 
-@pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory):
-    return save_tiny_bert_for_masked_lm(tmp_path_factory.mktemp("tiny-bert-for-masked-lm"))
-
-
-@pytest.fixture(scope="module")
-def tiny(tiny_folder):
-    return load_pretrained(str(tiny_folder), device="cpu")
-
-
 def fill_tab(model: str | None, studied: str, query: dict[str, str] | None = None):
     model_query = {} if model is None else {"model": model}
     return open_page(PAGE, text=studied, query={links.TAB: links.FILL_MASK, **model_query, **(query or {})})

@@ -6,11 +6,22 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 import torch
 
 from anatomy.generation import generate
-from harness.apptest import HOSTILE_TEXTS, answer_exercise, assert_clean, chart_keys, exercise_field, open_exercise
+from harness.apptest import (
+    HOSTILE_TEXTS,
+    all_markdown,
+    answer_exercise,
+    assert_clean,
+    chart_keys,
+    exercise_field,
+    numbers,
+    open_exercise,
+    plotly_figures,
+)
 from harness.apptest import payload as sent
 from harness.hostile import problems_after
 from lessons.common import decoder_attention
@@ -33,7 +44,14 @@ def runs_on(chat, text: str) -> tuple[readable.ModelTokens, exercises.PageRuns]:
         attention=lambda layer: decoder_attention.layer_attention(model, tokens.ids, layer),
         lens=lambda: logit_lens.logit_lens(model, tokens.ids),
         induction=lambda: heads.induction_test(model, chat.tokenizer.get_added_tokens_decoder()),
+        sinks=lambda: heads.first_token_importance(model, tokens.ids),
+        sinks_on_random_tokens=lambda: heads.first_token_importance(model, random_ids(chat)),
     )
+
+
+def random_ids(chat) -> tuple[int, ...]:
+    vocabulary = reading.decoder_of(chat).config.vocab_size
+    return heads.random_token_ids(heads.RANDOM_TOKENS, vocabulary, chat.tokenizer.get_added_tokens_decoder())
 
 
 def as_typed(option: str) -> str:
@@ -54,6 +72,21 @@ def traced_first_token_share(chat, text: str) -> float:
         trace = model(decoder_attention.as_batch(ids, model), trace=True).recorded_trace
     weights = trace.layers[exercises.SINK_LAYER].attention.weights[0, exercises.SINK_HEAD].double()  # (T, T)
     return float(weights[1:, 0].sum() / (len(ids) - 1))
+
+
+def sink_heads_by_a_loop(chat, ids) -> int:
+    """Every head of a fully traced forward, one at a time: a sink head gives the first token more than 0.3 of
+    its weight on average over all T queries, the first (which reads only it) included (Gu et al. 2024)."""
+    model = reading.decoder_of(chat)
+    with torch.no_grad():
+        trace = model(decoder_attention.as_batch(ids, model), trace=True).recorded_trace
+    count = 0
+    for layer in trace.layers:
+        weights = layer.attention.weights[0].double()  # (H, T, T)
+        for head in range(weights.size(0)):
+            first_token_weights = [float(weights[head, query, 0]) for query in range(len(ids))]
+            count += sum(first_token_weights) / len(ids) > 0.3
+    return count
 
 
 def test_an_even_spread_gives_query_t_one_over_t_plus_one_of_the_first_token():
@@ -91,10 +124,31 @@ def test_the_first_tokens_share_is_the_traced_models_and_follows_the_text(chat):
     assert "averages 0.87" in figure.layout.title.subtitle.text  # a long title goes on in the subtitle
 
 
+def test_the_sink_rate_is_the_share_of_the_270_heads_a_loop_over_every_head_counts_as_sinks(chat):
+    exercise = exercises.sink_rate(chat, *runs_on(chat, PROVERB))
+    assert sink_heads_by_a_loop(chat, tuple(chat.encode(PROVERB))) == 261
+    assert exercise.answer == pytest.approx(100 * 261 / 270)  # 96.7 %
+    assert exercise.shown_answer() == "97 (answers within ±10 count)"
+    assert exercise.is_right(90) and exercise.is_right(100) and not exercise.is_right(86) and not exercise.is_right(50)
+    assert "30 layers of 9 query heads: 270 heads" in exercise.question and "all 5 queries" in exercise.question
+    assert "**261** of the 270 heads" in exercise.explanation and "a sink rate of 96.7%" in exercise.explanation
+    random_count = sink_heads_by_a_loop(chat, random_ids(chat))
+    assert random_count == 203 and f"{random_count} do (75.2%)" in exercise.explanation
+    assert "would give it 0.46 already, above ε" in exercise.explanation  # (1 + 1/2 + … + 1/5) / 5
+    other = exercises.sink_rate(chat, *runs_on(chat, PROMPT))
+    assert other.answer == pytest.approx(100 * sink_heads_by_a_loop(chat, tuple(chat.encode(PROMPT))) / 270)
+    assert "**268** of the 270 heads" in other.explanation  # 99.3 %
+    figure = exercise.figure()
+    (heatmap,) = figure.data
+    assert np.array(heatmap.z).shape == (30, 9)
+    assert figure.layout.title.subtitle.text.startswith("261 of 270 heads")  # a long title goes on in the subtitle
+
+
 def test_a_text_of_one_token_has_no_query_to_average_and_no_text_nothing_to_ask(chat):
     tokens, runs = runs_on(chat, "Hello")
     assert len(tokens) == 1 and exercises.first_token_share(chat, tokens, runs) is None
-    assert exercises.next_token(chat, None, runs) is None
+    assert exercises.sink_rate(chat, tokens, runs) is None  # every head gives its one token all: 100 %, no question
+    assert exercises.next_token(chat, None, runs) is None and exercises.sink_rate(chat, None, runs) is None
 
 
 def test_the_page_holds_back_its_tabs_until_check_then_reveals_the_next_token_with_its_figure():
@@ -119,6 +173,19 @@ def test_the_right_share_of_the_first_token_is_marked_right_on_the_page(chat):
     assert_clean(app)
     assert len(app.success) == 1 and app.success[0].value.startswith(f"Right: {expected:.2f}".replace(".", "\\."))
     assert "attention sink" in sent(app) and app.tabs
+
+
+def test_the_sink_rate_is_held_back_then_marked_right_with_every_heads_first_token_importance(chat):
+    app = open_exercise(PAGE, "sink-rate", text=PROVERB)
+    assert_clean(app)
+    assert not app.tabs and chart_keys(app) == [] and "261" not in sent(app) and "96.7" not in sent(app)
+    app = answer_exercise(app, 95)
+    assert_clean(app)
+    assert len(app.success) == 1 and app.success[0].value.startswith("Right: 97")
+    assert "**261** of the 270 heads" in all_markdown(app) and app.tabs
+    (revealed,) = plotly_figures(app)[0]["data"]  # the reveal's map, then the open tab's bars
+    expected = heads.first_token_importance(reading.decoder_of(chat), tuple(chat.encode(PROVERB)))
+    assert np.allclose(numbers(revealed["z"]), expected.numpy(), atol=1e-9)
 
 
 @pytest.mark.parametrize("name", HOSTILE_TEXTS)

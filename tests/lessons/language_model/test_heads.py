@@ -65,6 +65,12 @@ def test_an_even_head_gives_the_first_token_the_mean_of_one_over_i_plus_one():
     expected = sum(1 / (query + 1) for query in range(tokens)) / tokens  # 0.408 at 6 tokens
     assert heads.importance(even).item() == pytest.approx(expected)
     assert heads.importance(even, position=5).item() == pytest.approx(1 / 6)  # the last key: one query sees it
+    assert heads.even_importance(tokens) == pytest.approx(heads.importance(even).item())
+
+
+def test_an_even_head_clears_epsilon_up_to_nine_tokens_and_not_from_ten_on():
+    assert heads.even_importance(1) == 1.0 and heads.even_importance(2) == 0.75
+    assert heads.even_importance(9) > attention_sinks.SINK_THRESHOLD > heads.even_importance(10)  # 0.314, 0.293
 
 
 def test_a_synthetic_induction_pattern_scores_1_and_is_no_previous_token_head():
