@@ -77,7 +77,7 @@ def test_a_link_to_the_welcome_page_is_a_bare_query_or_home():
         (
             'title = "t"\n[[stop]]\nlink = "multihead?exercise=previous_token"',
             "Stop 1: its link opens the exercise “previous_token”, which Multi-head comparison \\(multihead\\) "
-            "does not offer \\(its exercises are previous, split\\)",
+            "does not offer \\(its exercises are previous, split, resting\\)",
         ),
         ('title = "t"\n[[stop]]\nlink = "home?exercise=count"', "Welcome \\(home\\) does not offer .*no exercises"),
         ('title = "t"\n[[stop]]\nlink = "attention"\ntext = 42', "its text must be text in quotes"),

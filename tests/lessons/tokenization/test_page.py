@@ -80,8 +80,8 @@ def compared():
 
 @pytest.mark.slow
 def test_only_the_open_tab_is_drawn_and_the_link_names_it(opened, looked_up, compared):
-    assert chart_keys(opened) == ["highlight"]
-    assert chart_keys(looked_up) == ["embedding"]
+    assert chart_keys(opened) == ["tok-highlight"]
+    assert chart_keys(looked_up) == ["tok-embedding"]
     assert chart_keys(compared) == []
     assert any(frame.value.columns[0] == "WordPiece" for frame in compared.dataframe)
     assert not any("tensor" in frame.value.columns for frame in [*opened.dataframe, *compared.dataframe])
