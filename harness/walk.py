@@ -260,7 +260,7 @@ class Walk:
                 picker.locator('button[aria-label="Open"]').first.click()
             except PlaywrightTimeoutError:  # the picker went away under the click (the page moved on): not read
                 continue
-            options = self.options_open()
+            options = self.options_open(picker)
             self.page.keyboard.press("Escape")
             if options and shown and shown not in options:
                 label = self.widget_label(picker)
@@ -336,17 +336,32 @@ class Walk:
         """The words of a link, tab or expander, without the name of its Material icon."""
         return item.inner_text().strip().splitlines()[-1].strip()
 
-    def options_open(self) -> list[str]:
-        """The options of the list now open (a selectbox's or a multiselect's)."""
+    def options_open(self, picker: Locator | None = None) -> list[str]:
+        """The options of the list now open (a selectbox's or a multiselect's). Given the picker, only the list
+        that picker opened (its field's aria-controls): a list another picker opened a moment before may still
+        be on the page, closing, and its options are not this picker's."""
+        options = self.list_of(picker)
         try:
-            self.page.locator('[role="listbox"] [role="option"]').first.wait_for(state="visible", timeout=1500)
+            options.first.wait_for(state="visible", timeout=1500)
         except Exception:
             return []
-        options = self.page.locator('[role="listbox"] [role="option"]')
         try:
             return [options.nth(index).inner_text(timeout=1500).strip() for index in range(options.count())]
         except PlaywrightTimeoutError:  # the list closed while it was read (a run redrew its picker): none read
             return []
+
+    def list_of(self, picker: Locator | None) -> Locator:
+        """The options of the list `picker` opened (any open list's when no picker is given)."""
+        if picker is None:
+            return self.page.locator('[role="listbox"] [role="option"]')
+        field = picker.locator('input[role="combobox"][aria-expanded="true"]').first  # names its list once open
+        try:
+            field.wait_for(state="attached", timeout=1500)
+            listbox = field.get_attribute("aria-controls", timeout=1500)
+        except PlaywrightTimeoutError:  # the picker went away (a run redrew the page): no list of its own
+            listbox = None
+        # An id like "react-aria123-:r2c:" holds colons: matched as an attribute, not as a CSS #id.
+        return self.page.locator(f'[role="listbox"][id="{listbox}"] [role="option"]' if listbox else "#no-list-open")
 
     # ---- the actions -------------------------------------------------------------------------------------
 
@@ -384,8 +399,8 @@ class Walk:
             return None
         label, shown = self.widget_label(picker), self.selectbox_value(picker)
         picker.locator('button[aria-label="Open"]').first.click()
-        labels = self.options_open()
-        options = self.page.locator('[role="listbox"] [role="option"]')
+        labels = self.options_open(picker)
+        options = self.list_of(picker)
         if labels and shown and shown not in labels:
             self.problems.append(f"the picker {label!r} shows {shown!r}, which is not one of its options {labels[:12]}")
         if not labels:

@@ -40,3 +40,18 @@ def test_a_random_walk_through_every_page_finds_no_crash_no_stale_picker_and_no_
         problems = walk.run(STEPS)
         assert not problems, walk.report()
         assert len(walk.steps) == STEPS
+
+
+def test_the_walk_reads_a_pickers_options_from_its_own_list_never_from_another_still_open(app):
+    # On a busy machine the list one picker opened may still be on the page when the walk reads the next
+    # picker's options: read as that picker's, "layer 0 … layer 8" made a "Query head" showing "head 0" look stale.
+    app.open("multihead", min_plots=1)
+    walk = Walk(app.page, app.base_url, SEED)
+    layer, head = (walk.visible('[data-testid="stSelectbox"]')[index] for index in (0, 1))
+    assert walk.widget_label(layer) == "Layer" and walk.widget_label(head).startswith("Head")
+    layer.locator('button[aria-label="Open"]').first.click()
+    assert walk.options_open(layer)[:2] == ["layer 0", "layer 1"]
+    assert walk.options_open(head) == []  # the open list is the layer picker's: the head picker has none open
+    app.page.keyboard.press("Escape")
+    head.locator('button[aria-label="Open"]').first.click()
+    assert walk.options_open(head)[:2] == ["head 0", "head 1"]
