@@ -153,8 +153,7 @@ def cls_and_sep_statistics(run: EncoderRun) -> HeadStatistics | None:
     tokens, special = run.tokenized.tokens, run.tokenized.special
     if len(tokens) < 2 or not (special[0] and special[-1]):
         return None
-    cls_keys, sep_keys = head_stats.token_marks(tokens, tokens[0]), head_stats.token_marks(tokens, tokens[-1])
-    return run.over_layers(lambda weights: head_stats.head_statistics(weights, cls_keys, sep_keys))
+    return head_stats.statistics_of_run(run, tokens[0], tokens[-1])
 
 
 def heads_that_rest(run: EncoderRun, layer: int) -> Exercise | None:

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from lessons.common.attention_sinks import SINK_THRESHOLD, sink_heads
+from lessons.common.runs import EncoderRun
 
 
 def row_entropy(weights: Tensor) -> Tensor:
@@ -100,6 +101,14 @@ def head_statistics(attention_weights: Tensor, cls_keys: Tensor, sep_keys: Tenso
         self_share=self_share(attention_weights).mean(dim=-1),
         previous_share=_mean_or_zero(previous_share(attention_weights)),
     )
+
+
+def statistics_of_run(run: EncoderRun, cls_token: str | None, sep_token: str | None) -> HeadStatistics:
+    """Every head's statistics on a traced run, [CLS] and [SEP] being the tokens so spelt; computed one layer at
+    a time (a 512-token stack holds 19 million weights, 75 MB, and each statistic needs as much again in passing)."""
+    tokens = run.tokenized.tokens
+    cls_keys, sep_keys = token_marks(tokens, cls_token), token_marks(tokens, sep_token)
+    return run.over_layers(lambda weights: head_statistics(weights, cls_keys, sep_keys))
 
 
 @dataclass(frozen=True)

@@ -96,14 +96,11 @@ def choose_studied_head(view: LayerView) -> int:
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def statistics_of(reference: str, text: str) -> HeadStatistics:
-    """Statistics of every head for one text (cached, and computed one layer at a time: a 512-token stack
-    holds 19 million weights, 75 MB, and each statistic would need as much again in passing)."""
-    run = loaders.get_encoder_run(reference, text)
+    """Statistics of every head for one text, [CLS] and [SEP] as the tokenizer spells them (cached)."""
     tokenizer = loaders.get_model(reference).tokenizer
-    tokens = run.tokenized.tokens
-    cls_keys = head_stats.token_marks(tokens, tokenizer.cls_token)
-    sep_keys = head_stats.token_marks(tokens, tokenizer.sep_token)
-    return run.over_layers(lambda weights: head_stats.head_statistics(weights, cls_keys, sep_keys))
+    return head_stats.statistics_of_run(
+        loaders.get_encoder_run(reference, text), tokenizer.cls_token, tokenizer.sep_token
+    )
 
 
 # Four entries: each holds the text's states twice, about 11 MB at 512 tokens (see lessons/common/memory.py).
