@@ -260,7 +260,7 @@ class Walk:
                 picker.locator('button[aria-label="Open"]').first.click()
             except PlaywrightTimeoutError:  # the picker went away under the click (the page moved on): not read
                 continue
-            options = self.options_open(picker)
+            _, options = self.options_of(picker)
             self.page.keyboard.press("Escape")
             if options and shown and shown not in options:
                 label = self.widget_label(picker)
@@ -336,32 +336,25 @@ class Walk:
         """The words of a link, tab or expander, without the name of its Material icon."""
         return item.inner_text().strip().splitlines()[-1].strip()
 
-    def options_open(self, picker: Locator | None = None) -> list[str]:
-        """The options of the list now open (a selectbox's or a multiselect's). Given the picker, only the list
-        that picker opened (its field's aria-controls): a list another picker opened a moment before may still
-        be on the page, closing, and its options are not this picker's."""
-        options = self.list_of(picker)
-        try:
-            options.first.wait_for(state="visible", timeout=1500)
-        except Exception:
-            return []
-        try:
-            return [options.nth(index).inner_text(timeout=1500).strip() for index in range(options.count())]
-        except PlaywrightTimeoutError:  # the list closed while it was read (a run redrew its picker): none read
-            return []
-
-    def list_of(self, picker: Locator | None) -> Locator:
-        """The options of the list `picker` opened (any open list's when no picker is given)."""
-        if picker is None:
-            return self.page.locator('[role="listbox"] [role="option"]')
-        field = picker.locator('input[role="combobox"][aria-expanded="true"]').first  # names its list once open
+    def options_of(self, picker: Locator) -> tuple[Locator, list[str]]:
+        """The options of the list `picker` (a selectbox or a multiselect) has open, and their labels. Only that
+        picker's own list, the one its field names in aria-controls once expanded: a list another picker opened
+        a moment before may still be on the page, closing, and its options are not this picker's."""
+        field = picker.locator('input[role="combobox"][aria-expanded="true"]').first
         try:
             field.wait_for(state="attached", timeout=1500)
             listbox = field.get_attribute("aria-controls", timeout=1500)
-        except PlaywrightTimeoutError:  # the picker went away (a run redrew the page): no list of its own
+        except PlaywrightTimeoutError:  # the list did not open, or the picker went away (a run redrew the page)
             listbox = None
         # An id like "react-aria123-:r2c:" holds colons: matched as an attribute, not as a CSS #id.
-        return self.page.locator(f'[role="listbox"][id="{listbox}"] [role="option"]' if listbox else "#no-list-open")
+        options = self.page.locator(f'[role="listbox"][id="{listbox}"] [role="option"]')
+        if listbox is None:
+            return options, []
+        try:
+            options.first.wait_for(state="visible", timeout=1500)
+            return options, [options.nth(index).inner_text(timeout=1500).strip() for index in range(options.count())]
+        except PlaywrightTimeoutError:  # no options (all chosen), or the list closed while it was read: none read
+            return options, []
 
     # ---- the actions -------------------------------------------------------------------------------------
 
@@ -399,8 +392,7 @@ class Walk:
             return None
         label, shown = self.widget_label(picker), self.selectbox_value(picker)
         picker.locator('button[aria-label="Open"]').first.click()
-        labels = self.options_open(picker)
-        options = self.list_of(picker)
+        options, labels = self.options_of(picker)
         if labels and shown and shown not in labels:
             self.problems.append(f"the picker {label!r} shows {shown!r}, which is not one of its options {labels[:12]}")
         if not labels:
@@ -470,14 +462,13 @@ class Walk:
             self.pick(removers).click()
             return f"remove a choice from {self.widget_label(picker)!r}"
         picker.locator('input[role="combobox"], [role="combobox"]').first.click()
-        self.options_open()
-        options = self.page.locator('[role="listbox"] [role="option"]')
-        if not options.count():
+        options, labels = self.options_of(picker)
+        if not labels:
             self.page.keyboard.press("Escape")
             return f"open {self.widget_label(picker)!r} (nothing more to add)"
-        option = options.nth(self.random.randrange(options.count()))
-        name = option.inner_text().strip()
-        option.click()
+        index = self.random.randrange(len(labels))
+        name = labels[index]
+        options.nth(index).click()
         self.page.keyboard.press("Escape")
         return f"add {name!r} to {self.widget_label(picker)!r}"
 

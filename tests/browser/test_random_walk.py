@@ -50,8 +50,8 @@ def test_the_walk_reads_a_pickers_options_from_its_own_list_never_from_another_s
     layer, head = (walk.visible('[data-testid="stSelectbox"]')[index] for index in (0, 1))
     assert walk.widget_label(layer) == "Layer" and walk.widget_label(head).startswith("Head")
     layer.locator('button[aria-label="Open"]').first.click()
-    assert walk.options_open(layer)[:2] == ["layer 0", "layer 1"]
-    assert walk.options_open(head) == []  # the open list is the layer picker's: the head picker has none open
+    assert walk.options_of(layer)[1][:2] == ["layer 0", "layer 1"]
+    assert walk.options_of(head)[1] == []  # the open list is the layer picker's: the head picker has none open
     app.page.keyboard.press("Escape")
     head.locator('button[aria-label="Open"]').first.click()
-    assert walk.options_open(head)[:2] == ["head 0", "head 1"]
+    assert walk.options_of(head)[1][:2] == ["head 0", "head 1"]
