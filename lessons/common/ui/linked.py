@@ -124,7 +124,7 @@ def bind(
     raw = in_link(key)
     session = st.session_state
     published = session.setdefault(_PUBLISHED, {})
-    from_outside = raw is not None and raw != published.get(key)
+    from_outside = is_news(key)
     # Streamlit forgets a widget's value after a run that does not draw it (a closed tab, another page); the
     # link, or else the session's memory of what it published last, gives it back.
     remembered = raw if raw is not None else session.get(_REMEMBERED, {}).get(key)
@@ -144,18 +144,21 @@ def bind(
 
 
 def publish(key: str, value: Any, text: str | None = None) -> None:
-    """Put `value` into the address this run builds (as `text` when given); `write_address` sends it."""
+    """Put `value` into the address this run builds (as `text` when given); `write_address` sends it.
+
+    Only `write_address` counts it as published: a run cut short by the learner's next click (Streamlit stops it
+    at its next element) never sends its address, so the next run starts from the address the browser still
+    shows, and that address is not news from outside."""
     text = str(value) if text is None else text
     session = st.session_state
-    session.setdefault(_PUBLISHED, {})[key] = text
     session.setdefault(_REMEMBERED, {})[key] = text
     session.setdefault(_ADDRESS, {})[key] = text
+    session.get(_CARRIED, set()).discard(key)
 
 
 def unpublish(key: str) -> None:
     """Leave `key` out of the link (a value that cannot be carried, a choice that no longer applies)."""
     session = st.session_state
-    session.setdefault(_PUBLISHED, {}).pop(key, None)
     session.setdefault(_REMEMBERED, {}).pop(key, None)
     session.setdefault(_ADDRESS, {})[key] = None
 
@@ -195,7 +198,12 @@ def is_news(key: str) -> bool:
     """Whether the link holds a value for `key` that this session did not write there itself: a pasted link,
     a tour's next stop, or an older view the Back button returned to."""
     raw = in_link(key)
-    return raw is not None and raw != st.session_state.get(_PUBLISHED, {}).get(key)
+    return raw is not None and not _published_by_this_run(key) and raw != st.session_state.get(_PUBLISHED, {}).get(key)
+
+
+def _published_by_this_run(key: str) -> bool:
+    session = st.session_state
+    return key in session.get(_ADDRESS, {}) and key not in session.get(_CARRIED, set())
 
 
 def forget(key: str) -> None:
