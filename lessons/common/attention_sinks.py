@@ -23,3 +23,8 @@ def sink_heads(importance: Tensor, threshold: float = SINK_THRESHOLD) -> Tensor:
 def sink_rate(importance: Tensor, threshold: float = SINK_THRESHOLD) -> float:
     """The share of heads whose importance of the token exceeds the threshold."""
     return float(sink_heads(importance, threshold).double().mean())
+
+
+def sink_count(importance: Tensor, threshold: float = SINK_THRESHOLD) -> int:
+    """How many heads give the token more than the threshold."""
+    return int(sink_heads(importance, threshold).sum())

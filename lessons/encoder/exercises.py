@@ -5,7 +5,7 @@ the learner's text, and which word the masked-LM head puts first behind the text
 
 from __future__ import annotations
 
-from anatomy.checkpoints.pretrained import DEFAULT_MODEL_NAME, PretrainedModel
+from anatomy.checkpoints.pretrained import PretrainedModel
 from anatomy.config import TransformerConfig
 from lessons.common.block_figures import block_parameters_chart
 from lessons.common.block_parameters import block_parameters
@@ -122,12 +122,9 @@ def _alphabetical(word: str) -> tuple[str, str]:
 def first_word_in_the_mask(run: EncoderRun, config: TransformerConfig, pretrained: PretrainedModel) -> Exercise | str:
     """Which word the masked-LM head puts first behind the text's first mask, among its five best; without a
     head or without a mask, the sentence saying what would make it askable (the tab's own)."""
-    mask_token = fill_mask.mask_token_of(pretrained.tokenizer)
-    if not pretrained.has_masked_lm_head or mask_token is None:
-        return text.no_masked_lm_head(pretrained.name == DEFAULT_MODEL_NAME)
-    filled = fill_mask.fill_masks(analysis.encoder_body(pretrained.model), run, pretrained.tokenizer, MASK_OPTIONS)
-    if not filled.fills:
-        return text.no_mask_in_text(mask_token)
+    filled = fill_mask.fill_the_text(pretrained, run, MASK_OPTIONS)
+    if isinstance(filled, str):
+        return filled
     fill = filled.fills[0]
     words, probabilities = list(fill.tokens), list(fill.probabilities)
     answer = words[0]

@@ -2,7 +2,7 @@
 
 The encoder reads the whole text at once, so the guess at a masked position uses the words on both sides.
 The masked-LM head turns each masked position's final vector into one score per vocabulary word; a softmax
-makes them probabilities. Computed from the lesson's traced run (no second forward pass), torch only.
+makes them probabilities. Computed from the lesson's traced run (no second forward pass); no Streamlit.
 """
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 import torch
 
+from anatomy.checkpoints.pretrained import DEFAULT_MODEL_NAME, PretrainedModel
 from anatomy.models import Encoder
 from lessons.common.runs import EncoderRun
+from lessons.encoder import analysis, text
 
 MAX_MASKS_SHOWN = 6  # a text may hold many masks; the view fills the first few, and says how many it left
 MASK_TOKENS = ("[MASK]", "<mask>")  # BERT's and DistilBERT's, RoBERTa's: what the text box hint names
@@ -69,6 +71,24 @@ def fill_masks(model: Encoder, run: EncoderRun, tokenizer, top_k: int) -> Filled
         tokens = tuple(str(token) for token in tokenizer.convert_ids_to_tokens(ids))
         fills.append(MaskFill(position, tuple(ids), tokens, tuple(values)))
     return FilledText(mask_token, len(positions), tuple(fills))
+
+
+def why_no_fill(pretrained: PretrainedModel) -> str | None:
+    """Why this checkpoint fills no mask, in the lesson's words (it has no masked-LM head, or its tokenizer no
+    mask token); None when it can fill one."""
+    if not pretrained.has_masked_lm_head or mask_token_of(pretrained.tokenizer) is None:
+        return text.no_masked_lm_head(pretrained.name == DEFAULT_MODEL_NAME)
+    return None
+
+
+def fill_the_text(pretrained: PretrainedModel, run: EncoderRun, top_k: int) -> FilledText | str:
+    """The masks of `run` filled by the checkpoint's head (`fill_masks`), or, when there is nothing to fill,
+    the sentence saying what would change that: a checkpoint with a head, a mask written in the text."""
+    why_not = why_no_fill(pretrained)
+    if why_not is not None:
+        return why_not
+    filled = fill_masks(analysis.encoder_body(pretrained.model), run, pretrained.tokenizer, top_k)
+    return filled if filled.fills else text.no_mask_in_text(filled.mask_token)
 
 
 def filled_in(run: EncoderRun, filled: FilledText, tokenizer) -> str:

@@ -17,7 +17,6 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from anatomy.blocks import ResidualBlock
-from anatomy.checkpoints.pretrained import DEFAULT_MODEL_NAME
 from anatomy.config import TransformerConfig, parameter_breakdown
 from anatomy.models import MaskedLMHead, SequenceClassifier
 from anatomy.trace import ModelTrace
@@ -438,16 +437,16 @@ def _fill_the_masks(traced: TracedText) -> None:
     pretrained = traced.context.pretrained
     st.markdown(text.FILL_MASK_INTRO)
     st.latex(text.FILL_MASK_FORMULA)
-    mask_token = fill_mask.mask_token_of(pretrained.tokenizer)
-    if not pretrained.has_masked_lm_head or mask_token is None:
-        st.info(text.no_masked_lm_head(pretrained.name == DEFAULT_MODEL_NAME), icon=":material/info:")
+    why_not = fill_mask.why_no_fill(pretrained)
+    if why_not is not None:
+        st.info(why_not, icon=":material/info:")
         return
     top_k = linked.slider(
         "Words shown per mask", links.FILL_TOP_K, 1, MAX_FILL_TOP_K, DEFAULT_FILL_TOP_K, help=text.FILL_TOP_K_HELP
     )
-    filled = fill_mask.fill_masks(analysis.encoder_body(pretrained.model), traced.run, pretrained.tokenizer, top_k)
-    if not filled.fills:
-        st.info(text.no_mask_in_text(mask_token), icon=":material/edit:")
+    filled = fill_mask.fill_the_text(pretrained, traced.run, top_k)
+    if isinstance(filled, str):  # the text has no mask
+        st.info(filled, icon=":material/edit:")
         return
     if filled.left_out:
         st.caption(text.masks_left_out(filled.num_masks, len(filled.fills)))

@@ -156,7 +156,7 @@ def sink_rate(chat: ChatModel, tokens: ModelTokens | None, runs: PageRuns) -> Ex
     on_text, on_random = runs.sinks(), runs.sinks_on_random_tokens()  # (L, H) each
     num_layers, num_heads = on_text.shape
     total = on_text.numel()
-    count, random_count = (int(attention_sinks.sink_heads(found).sum()) for found in (on_text, on_random))
+    count, random_count = attention_sinks.sink_count(on_text), attention_sinks.sink_count(on_random)
     rate, random_rate = attention_sinks.sink_rate(on_text), attention_sinks.sink_rate(on_random)
     first = code_span(tokens.pieces[0])
     epsilon = attention_sinks.SINK_THRESHOLD

@@ -354,7 +354,7 @@ def show_attention(chat: ChatModel, tokens: ModelTokens, study_text: str) -> Non
 
 
 def sink_caption(importance, where: str) -> str:
-    sinks = int(attention_sinks.sink_heads(importance).sum())
+    sinks = attention_sinks.sink_count(importance)
     return (
         f"Sink rate {where}: **{attention_sinks.sink_rate(importance):.1%}** ({sinks} of {importance.numel()} "
         f"heads give the first token an importance above {attention_sinks.SINK_THRESHOLD})."
