@@ -20,15 +20,17 @@ setup: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/streamlit run app.py
 
-# Everything, the real-browser tests included (CI runs this). One process: on two cores, two pytest-xdist
-# workers took longer (measured; docs/development.md). With more cores: pytest -n auto -m "not solo", then
-# pytest -m solo (the tests that time a class under load or kill a replica, alone).
+# Everything, the real-browser tests included (CI runs this), in two parts (docs/development.md, "The loops"):
+# the tests that use no browser on two pytest-xdist workers, then the browser tests and the ones that time a
+# class under load or kill a replica (`solo`) in one process, where a neighbour's work would not disturb them.
+# Both parts run even when the first fails; the target fails if either did.
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 -m "not browser and not solo"; status=$$?; \
+	$(PY) -m pytest -m "browser or solo" && exit $$status
 
-# The loop while working: no browser, nothing slow (under two minutes on a 2-core machine).
+# The loop while working: no browser, nothing slow, on two workers.
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow and not browser"
+	$(PY) -m pytest -n 2 -m "not slow and not browser"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
