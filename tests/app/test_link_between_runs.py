@@ -1,8 +1,9 @@
 """What a run takes from the address bar when runs overlap. A learner who presses → three times on a slider asks
 for three runs; Streamlit stops each unfinished one at its next element, so a run can end before it writes its
-address. The next run then starts from the address the browser still shows, which is this session's own and not
-news: the slider keeps the learner's value instead of jumping back (seen in the random walk: the slider showed 3
-while the address said 6). An address that really is news, a pasted link or the Back button, still wins.
+address, or press again before the address of the run that ended reaches the browser. Either way the next run
+comes with an address older than the learner's last move, which is not news: the slider keeps the learner's value
+instead of jumping back (seen twice in the random walk: a slider showing 3 while the address said 6, and 48 while
+it said 24). An address that really is news, a pasted link or the Back button, still wins.
 """
 
 from __future__ import annotations
@@ -34,6 +35,17 @@ def test_a_run_cut_short_before_writing_its_address_does_not_make_the_old_addres
     assert app.query_params["k"] == "3"  # the browser still shows the address of the last finished run
 
     app.session_state["cut_short"] = False
+    app.slider(key="k").set_value(6).run()
+    assert app.slider(key="k").value == 6
+    assert app.query_params["k"] == "6"
+
+
+def test_an_address_older_than_the_learners_last_move_does_not_set_the_slider_back():
+    app = a_page_opened_at("3")
+    app.slider(key="k").set_value(4).run()
+    assert app.query_params["k"] == "4"  # this run wrote its address ...
+
+    app.query_params["k"] = "3"  # ... but the learner pressed again before the browser had it
     app.slider(key="k").set_value(6).run()
     assert app.slider(key="k").value == 6
     assert app.query_params["k"] == "6"

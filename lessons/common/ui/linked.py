@@ -52,6 +52,7 @@ _REMEMBERED = "_linked_remembered"  # session state: the last value published pe
 _CARRIED = "_linked_carried"  # session state: the keys this run keeps in the address without drawing them
 _NOTICES = "_linked_notices"  # session state: link values already reported as unusable
 _OFFERS = "_linked_offers"  # session state: a digest of what each widget offered when last drawn
+_HELD = "_linked_held"  # session state: what each choice held at the end of the last run that published it
 
 
 def parse_bool(raw: str) -> bool:
@@ -124,7 +125,7 @@ def bind(
     raw = in_link(key)
     session = st.session_state
     published = session.setdefault(_PUBLISHED, {})
-    from_outside = is_news(key)
+    from_outside = is_news(key) and not _moved_by_the_learner(key)
     # Streamlit forgets a widget's value after a run that does not draw it (a closed tab, another page); the
     # link, or else the session's memory of what it published last, gives it back.
     remembered = raw if raw is not None else session.get(_REMEMBERED, {}).get(key)
@@ -151,6 +152,7 @@ def publish(key: str, value: Any, text: str | None = None) -> None:
     shows, and that address is not news from outside."""
     text = str(value) if text is None else text
     session = st.session_state
+    _hold(key)
     session.setdefault(_REMEMBERED, {})[key] = text
     session.setdefault(_ADDRESS, {})[key] = text
     session.get(_CARRIED, set()).discard(key)
@@ -169,6 +171,8 @@ def keep(key: str) -> None:
     text = st.session_state.get(_REMEMBERED, {}).get(key)
     if text is not None:
         publish(key, None, text)
+    else:
+        _hold(key)
 
 
 def carry(key: str) -> None:
@@ -201,6 +205,22 @@ def is_news(key: str) -> bool:
     return raw is not None and not _published_by_this_run(key) and raw != st.session_state.get(_PUBLISHED, {}).get(key)
 
 
+def _hold(key: str) -> None:
+    """Remember what the choice `key` holds as this run shows it (see `_moved_by_the_learner`)."""
+    if key in st.session_state:
+        st.session_state.setdefault(_HELD, {})[key] = st.session_state[key]
+
+
+def _moved_by_the_learner(key: str) -> bool:
+    """Whether the browser asked for this run with another value in the widget `key` than the last run that
+    drew it ended with: the learner just moved it. The address sent along may then be older than the move (the
+    learner pressed again before the last run's address reached the browser), and the move wins over it.
+    The Back button and a pasted link change the address alone, and stay news."""
+    session = st.session_state
+    held = session.get(_HELD, {})
+    return key in session and key in held and session[key] != held[key]
+
+
 def _published_by_this_run(key: str) -> bool:
     session = st.session_state
     return key in session.get(_ADDRESS, {}) and key not in session.get(_CARRIED, set())
@@ -210,6 +230,7 @@ def forget(key: str) -> None:
     """Forget this session's choice for `key`: its next draw takes the link's value, or else the default."""
     st.session_state.setdefault(_PUBLISHED, {}).pop(key, None)
     st.session_state.setdefault(_REMEMBERED, {}).pop(key, None)
+    st.session_state.setdefault(_HELD, {}).pop(key, None)
     st.session_state.pop(key, None)
 
 
