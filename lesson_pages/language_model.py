@@ -10,7 +10,7 @@ from anatomy.feedforward import FeedForward
 from anatomy.generation import filtered_scores, generation_steps, next_tokens
 from anatomy.norms import RMSNorm
 from anatomy.rotary import Rotation
-from lessons.common import decoder_attention
+from lessons.common import decoder_attention, pooling
 from lessons.common.ui import check_yourself, frame, sidebar, widgets
 from lessons.language_model import exercises, heads, links, logit_lens, text, ui, writing
 
@@ -35,6 +35,7 @@ widgets.show_source(
     writing.write,
     generation_steps,
     decoder_attention.layer_attention,
+    pooling.average_pool,
     heads.importance,
     heads.diagonal_score,
     heads.without_first_token,

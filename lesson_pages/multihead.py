@@ -6,6 +6,7 @@ Every number comes from `lessons.multihead`; this page only lays it out.
 
 import streamlit as st
 
+from lessons.common import pooling
 from lessons.common.ui import check_yourself, frame, sidebar, widgets
 from lessons.multihead import ablation, exercises, links, text, ui
 from lessons.multihead import statistics as head_stats
@@ -23,7 +24,7 @@ widgets.show_source(
     head_stats.head_statistics,
     head_stats.row_entropy,
     head_stats.attention_distance,
-    head_stats.average_pool,
+    pooling.average_pool,
     ablation.recombine_heads,
     ablation.ablate_heads,
     ablation.layer_with_heads_scaled,

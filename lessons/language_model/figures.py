@@ -14,6 +14,7 @@ from lessons.common.labels import token_label
 from lessons.common.matrix_figures import token_names, weights_figure
 from lessons.common.next_token_figures import CHOSEN_COLOUR, OTHER_COLOUR, candidates_figure
 from lessons.common.plots import heatmap, safe_label, style
+from lessons.common.pooling import PooledMap
 
 FRAME_COLOUR = "#E4572E"  # the app's second colour: it stands out on the purple attention scale
 
@@ -29,6 +30,38 @@ def next_token_figure(
 def attention_figure(weights, pieces: Sequence[str], positions: Sequence[int], title: str) -> go.Figure:
     """One head's causal attention weights (queries down, keys across) on the fixed 0–1 scale."""
     return weights_figure(weights, pieces, title, positions)
+
+
+def whole_map_figure(whole: PooledMap, window: range, title: str) -> go.Figure:
+    """One head's map of a whole long text, average-pooled (`pooling.average_pool`), with the window drawn at full
+    resolution framed. Ticks name the first position of about eight blocks: 64 labels of "8–15" would collide."""
+    rows = len(whole.row_bins)
+    every = -(-rows // 8)
+    figure = heatmap(
+        whole.values,
+        [f"positions {start}–{stop - 1}" for start, stop in whole.row_bins],
+        [f"positions {start}–{stop - 1}" for start, stop in whole.column_bins],
+        title,
+        zmin=0.0,
+        row_title="queries",
+        column_title="keys",
+        hover_name="mean weight",
+    )
+    figure.update_traces(colorbar=dict(title=dict(text="mean<br>weight")))
+    ticks = list(range(0, rows, every))
+    figure.update_yaxes(tickvals=ticks, ticktext=[str(whole.row_bins[i][0]) for i in ticks], title="query position")
+    figure.update_xaxes(tickvals=ticks, ticktext=[str(whole.column_bins[i][0]) for i in ticks], title="key position")
+    block = whole.row_bins[0][1] - whole.row_bins[0][0]
+    first, last = window.start // block, (window.stop - 1) // block
+    figure.add_shape(
+        type="rect",
+        x0=first - 0.5,
+        x1=last + 0.5,
+        y0=first - 0.5,
+        y1=last + 0.5,
+        line=dict(color=FRAME_COLOUR, width=2),
+    )
+    return style(figure, title, height=520)
 
 
 def first_token_figure(weights, pieces: Sequence[str], positions: Sequence[int], title: str) -> go.Figure:

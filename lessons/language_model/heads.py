@@ -74,7 +74,7 @@ def scan(model: DecoderOnlyLM, ids: tuple[int, ...], measures: Mapping[str, Head
     rows: dict[str, list[Tensor]] = {name: [] for name in measures}
     for weights in each_layer_attention(model, ids):
         for name, measure in measures.items():
-            rows[name].append(measure(weights).double())
+            rows[name].append(measure(weights).double().cpu())  # (H,): the maps stay on the model's device
     return {name: torch.stack(found) for name, found in rows.items()}
 
 

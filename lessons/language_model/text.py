@@ -108,6 +108,16 @@ first token: a resting place when nothing in the text matters to them (an "atten
 with layer 18 on a sentence of twenty words.
 """
 
+
+def whole_map_caption(num_tokens: int, block: int, window: range) -> str:
+    return (
+        f"The whole map of {num_tokens} tokens, shrunk to fit: each cell is the mean weight inside a block of "
+        f"{block} queries × {block} keys. The frame is the window below, positions {window.start}–"
+        f"{window.stop - 1}, drawn there at full resolution, one token per cell. Move it to any place that "
+        "stands out here."
+    )
+
+
 CHAT = """
 A chat model reads a conversation as one text, laid out by its **chat template** (stored in the model's file):
 each message between the special tokens `<|im_start|>` and `<|im_end|>`, after its role. The template adds a

@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from anatomy.generation import Sampling
-from lessons.common import attention_sinks, decoder_attention, hosting, safe_text
+from lessons.common import attention_sinks, decoder_attention, hosting, pooling, safe_text
 from lessons.common.labels import token_label
 from lessons.common.llm import readable
 from lessons.common.llm.readable import ModelTokens
@@ -325,6 +325,7 @@ def show_attention(chat: ChatModel, tokens: ModelTokens, study_text: str) -> Non
         config.num_layers, config.num_heads, links.LAYER, links.HEAD, head_label="Query head"
     )
     start = 0
+    whole_map = st.container()  # above the window's slider, though it frames the window the slider chooses
     if len(tokens) > FOCUS_WINDOW:
         start = linked.slider(
             f"Focus window: first of the {FOCUS_WINDOW} tokens shown",
@@ -337,6 +338,16 @@ def show_attention(chat: ChatModel, tokens: ModelTokens, study_text: str) -> Non
         )
     window = focus_window(len(tokens), start)
     maps = loaders.unless_out_of_memory(lambda: attention_of(study_text, token_cap(), layer), len(study_text))
+    if len(window) < len(tokens):
+        whole = pooling.average_pool(maps[head])
+        block = whole.row_bins[0][1] - whole.row_bins[0][0]
+        with whole_map:
+            widgets.show_figure(
+                "lm_attention_whole",
+                (study_text, token_cap(), layer, head, window.start),
+                lambda: figures.whole_map_figure(whole, window, f"Layer {layer}, head {head}: the whole text"),
+            )
+            st.caption(text.whole_map_caption(len(tokens), block, window))
     weights = crop(maps[head], window, window)
     st.caption(text.head_group(head, config.num_heads, config.num_kv_heads))
     if len(window) < len(tokens):

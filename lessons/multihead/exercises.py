@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
+from lessons.common import pooling
 from lessons.common.exercises import Exercise, Offer
 from lessons.common.labels import token_labels
 from lessons.common.runs import EncoderRun
@@ -74,9 +75,9 @@ def head_name(head: int) -> str:
 
 def _layer_grid(run: EncoderRun, found: PreviousTokenHead):
     """Every head of the layer, as the All heads tab draws it, the previous-token head framed."""
-    pooled = head_stats.average_pool(run.trace.layers[found.layer].attention.weights[0])  # (H, T', S')
+    pooled = pooling.average_pool(run.trace.layers[found.layer].attention.weights[0])  # (H, T', S')
     tokens = run.tokenized.tokens
-    labels = figures.bin_labels(pooled.row_bins) if pooled.pooled else token_labels(tokens)
+    labels = pooling.bin_labels(pooled.row_bins) if pooled.pooled else token_labels(tokens)
     titles = [
         f"{head_name(head)}: previous token" if head == found.head else head_name(head)
         for head in range(pooled.values.size(0))

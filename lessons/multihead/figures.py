@@ -37,11 +37,6 @@ SIMILARITY_SCALE = "Blues_r"  # cosines: white at 1 (unchanged), darker the furt
 SIMILARITY_FLOORS = (0.99, 0.95, 0.9, 0.8, 0.5, 0.0, -1.0)  # where a cosine colour scale may start
 
 
-def bin_labels(bins: Sequence[tuple[int, int]]) -> list[str]:
-    """Labels of pooled blocks of tokens: "0–7" for tokens 0 to 7."""
-    return [f"{start}" if stop - start == 1 else f"{start}–{stop - 1}" for start, stop in bins]
-
-
 def compact(values) -> np.ndarray:
     """float32 values: plotly sends numpy arrays as binary, so this halves the bytes of a figure."""
     return as_array(values).astype(np.float32)
@@ -78,7 +73,7 @@ def map_panels(
     `marked` (an index into `maps`), when given, is framed: the one an exercise's answer points to.
 
     labels[k] names the rows (queries) and columns (keys) of maps[k]; labels must be distinct within a
-    panel (use `labels.token_labels` or `bin_labels`); they are escaped here. Panels that share their labels are
+    panel (use `labels.token_labels` or `pooling.bin_labels`); they are escaped here. Panels that share their labels are
     labelled once, rows on the left of the first column and columns under the lowest panel of each column,
     `columns` abreast (default: as many as keep every label readable, `panel_columns`). Panels with labels
     of their own (two sentences) stand two abreast at most, the second labelled on its right, so that no

@@ -16,7 +16,6 @@ import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from lessons.common.attention_sinks import SINK_THRESHOLD, sink_heads
@@ -160,47 +159,6 @@ def _mean_or_zero(values: Tensor) -> Tensor:
     if values.size(-1) == 0:
         return values.new_zeros(values.shape[:-1])
     return values.mean(dim=-1)
-
-
-# Maps of long inputs are shrunk to at most this many rows and columns before they are drawn.
-MAX_MAP_SIZE = 64
-
-
-@dataclass(frozen=True)
-class PooledMap:
-    """Attention maps averaged over blocks of neighbouring tokens, so that a long text fits on screen."""
-
-    values: Tensor  # (..., T', S') each cell the mean of a block of the full map
-    row_bins: tuple[tuple[int, int], ...]  # (start, stop) of the query tokens behind each row
-    column_bins: tuple[tuple[int, int], ...]
-
-    @property
-    def pooled(self) -> bool:
-        """True when blocks hold more than one token (the map is not the full map)."""
-        return len(self.row_bins) < self.row_bins[-1][1] or len(self.column_bins) < self.column_bins[-1][1]
-
-
-def average_pool(weights: Tensor, max_size: int = MAX_MAP_SIZE) -> PooledMap:
-    """(..., T, S) -> at most (..., max_size, max_size): the mean of each block of
-    ⌈T / max_size⌉ × ⌈S / max_size⌉ cells; the last block of a side may hold fewer tokens.
-
-    Short inputs come back unchanged (blocks of one token).
-    """
-    queries, keys = weights.shape[-2:]
-    row_block, column_block = math.ceil(queries / max_size), math.ceil(keys / max_size)
-    row_bins, column_bins = _bins(queries, row_block), _bins(keys, column_block)
-    # Pad with zeros to whole blocks, sum each block, then divide by how many real cells it held.
-    padded = F.pad(weights, (0, len(column_bins) * column_block - keys, 0, len(row_bins) * row_block - queries))
-    sums = padded.unflatten(-1, (len(column_bins), column_block)).sum(dim=-1)  # (..., T_pad, S')
-    sums = sums.unflatten(-2, (len(row_bins), row_block)).sum(dim=-2)  # (..., T', S')
-    row_counts = torch.tensor([stop - start for start, stop in row_bins], dtype=weights.dtype)
-    column_counts = torch.tensor([stop - start for start, stop in column_bins], dtype=weights.dtype)
-    counts = (row_counts.unsqueeze(1) * column_counts.unsqueeze(0)).to(weights.device)  # (T', S')
-    return PooledMap(sums / counts, row_bins, column_bins)
-
-
-def _bins(length: int, block: int) -> tuple[tuple[int, int], ...]:
-    return tuple((start, min(start + block, length)) for start in range(0, length, block))
 
 
 def statistic_range(name: str, length: int) -> tuple[float, float]:

@@ -15,7 +15,7 @@ from streamlit.delta_generator import DeltaGenerator
 from torch import Tensor
 
 from anatomy.models import Encoder
-from lessons.common import windows
+from lessons.common import pooling, windows
 from lessons.common.labels import token_label, token_labels
 from lessons.common.runs import EncoderRun
 from lessons.common.ui import charts, frame, linked, loaders, widgets
@@ -111,10 +111,10 @@ def ablation_of(reference: str, text: str, layer: int, heads_off: tuple[int, ...
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)  # 0.2 MB an entry at 512 tokens
-def pooled_layer(reference: str, text: str, layer: int) -> head_stats.PooledMap:
+def pooled_layer(reference: str, text: str, layer: int) -> pooling.PooledMap:
     """Every head of one layer, average-pooled for the grid (the weights behind it are not kept: the trace
     recomputes them, 12.6 MB for a 512-token text, so a rerun that only redraws should not ask again)."""
-    return head_stats.average_pool(layer_weights(loaders.get_encoder_run(reference, text), layer))
+    return pooling.average_pool(layer_weights(loaders.get_encoder_run(reference, text), layer))
 
 
 def layer_weights(run: EncoderRun, layer: int):
@@ -131,7 +131,7 @@ def show_all_heads(view: LayerView) -> None:
     run, layer, head = view.run, view.layer, view.studied_head()
     tokens = run.tokenized.tokens
     pooled = pooled_layer(view.context.reference, view.context.text, layer)  # (H, T', S')
-    labels = figures.bin_labels(pooled.row_bins) if pooled.pooled else token_labels(tokens)
+    labels = pooling.bin_labels(pooled.row_bins) if pooled.pooled else token_labels(tokens)
     if pooled.pooled:
         st.caption(text.pooled_caption(len(run.tokenized), len(pooled.row_bins), len(pooled.column_bins)))
     titles = [f"head {index}" for index in range(pooled.values.size(0))]
@@ -234,9 +234,9 @@ def show_two_sentences(view: LayerView) -> None:
         weights = [layer_weights(run, view.layer) for run in runs]  # (H, T, T) each
         shifts = comparison.word_attention_shift(weights[0], weights[1], positions)
     head = view.studied_head()
-    pooled = [head_stats.average_pool(layer_weights(run, view.layer)[head]) for run in runs]
+    pooled = [pooling.average_pool(layer_weights(run, view.layer)[head]) for run in runs]
     labels = [
-        figures.bin_labels(pooled_map.row_bins) if pooled_map.pooled else token_labels(run.tokenized.tokens)
+        pooling.bin_labels(pooled_map.row_bins) if pooled_map.pooled else token_labels(run.tokenized.tokens)
         for pooled_map, run in zip(pooled, runs)
     ]
     with maps:

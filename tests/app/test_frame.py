@@ -83,6 +83,7 @@ def test_every_lesson_renders_the_default_text_without_an_exception(lesson):
 def test_a_pages_code_is_sent_only_once_its_expander_is_opened_and_is_the_packages_own_source():
     import inspect
 
+    from lessons.common import pooling
     from lessons.common.ui import widgets
     from lessons.multihead import ablation
     from lessons.multihead import statistics as head_stats
@@ -91,7 +92,7 @@ def test_a_pages_code_is_sent_only_once_its_expander_is_opened_and_is_the_packag
         head_stats.head_statistics,
         head_stats.row_entropy,
         head_stats.attention_distance,
-        head_stats.average_pool,
+        pooling.average_pool,
         ablation.recombine_heads,
         ablation.ablate_heads,
         ablation.layer_with_heads_scaled,

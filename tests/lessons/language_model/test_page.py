@@ -151,6 +151,28 @@ def test_a_long_text_is_cut_at_512_tokens_and_its_attention_seen_through_a_windo
     assert app.query_params[links.WINDOW_START] == "100"
 
 
+def test_a_long_texts_whole_map_is_the_heads_map_averaged_over_blocks_with_the_window_framed(chat):
+    long_text = " ".join(f"w{index}" for index in range(400))  # cut at 512 tokens: 64 blocks of 8
+    app = open_tab(ATTENTION, long_text, **{links.LAYER: "5", links.HEAD: "2", links.WINDOW_START: "100"})
+    assert chart_keys(app) == ["lm_attention_whole", "lm_attention"]
+    ids = tuple(chat.encode(long_text)[:512])
+    full = decoder_attention.layer_attention(reading.decoder_of(chat), ids, 5)[2].double().numpy()  # (512, 512)
+    by_loop = np.array(
+        [[full[8 * row : 8 * row + 8, 8 * column : 8 * column + 8].mean() for column in range(64)] for row in range(64)]
+    )
+    figure = chart(app, "lm_attention_whole")
+    (heatmap,) = figure["data"]
+    shown = numbers(heatmap["z"])
+    assert shown.shape == (64, 64)
+    assert np.allclose(shown, by_loop, atol=1e-6)
+    assert np.allclose(shown.sum(axis=1) * 8, 1, atol=1e-4)  # a block of rows still spreads all of its weight
+    assert (shown[np.triu_indices(64, 1)] == 0).all()  # the mask, block by block
+    (frame,) = figure["layout"]["shapes"]  # the window, positions 100–147: blocks 12 to 18
+    assert (frame["x0"], frame["x1"], frame["y0"], frame["y1"]) == (11.5, 18.5, 11.5, 18.5)
+    captions = [caption.value for caption in app.caption]
+    assert any("a block of 8 queries × 8 keys" in line and "positions 100–147" in line for line in captions)
+
+
 def test_the_chat_template_tokens_are_the_tokenizers_with_special_tokens_marked(chat):
     message = "What is the capital of France?"
     app = open_tab(CHAT, **{links.MESSAGE: message, links.REPLY: "true"})

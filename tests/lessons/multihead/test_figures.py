@@ -20,7 +20,6 @@ def attention(heads: int, tokens: int, seed: int = 0) -> np.ndarray:
 
 def test_token_labels_number_repeated_words():
     assert token_labels(["the", "cat", "the", HOSTILE_TOKEN]) == ["0: the", "1: cat", "2: the", "3: <b>x</b>"]
-    assert viz.bin_labels([(0, 8), (8, 16), (16, 17)]) == ["0–7", "8–15", "16"]
 
 
 def test_head_grid_draws_one_panel_per_head_on_one_shared_colour_scale():

@@ -18,6 +18,7 @@ from harness.apptest import (
     plotly_figures,
     show_tab,
 )
+from lessons.common import pooling
 from lessons.common.runs import run_encoder
 from lessons.language_model import links as language_model_links
 from lessons.multihead import ablation, comparison, links
@@ -331,7 +332,7 @@ def test_a_long_text_is_pooled_to_64_with_full_resolution_and_a_head_view_window
     app = open_page(PAGE, text=long_text)
     assert_clean(app)
     assert "average pooling" in all_markdown(app)
-    pooled = head_stats.average_pool(long_run.attention_weights[0])  # blocks of 2 tokens: 52 × 52
+    pooled = pooling.average_pool(long_run.attention_weights[0])  # blocks of 2 tokens: 52 × 52
     heatmaps = traces(plotly_figures(app)[0], "heatmap")
     assert numbers(heatmaps[5]["z"]).shape == (52, 52) and heatmaps[5]["x"][:2] == ["0–1", "2–3"]
     np.testing.assert_allclose(numbers(heatmaps[5]["z"]), pooled.values[5].numpy(), atol=1e-6)

@@ -88,32 +88,6 @@ def test_token_marks_find_the_special_tokens_by_name():
     assert head_stats.token_marks(["a", "b"], None).tolist() == [False, False]
 
 
-def test_average_pooling_takes_the_mean_of_each_block():
-    weights = torch.arange(16, dtype=torch.float32).view(4, 4)
-    pooled = head_stats.average_pool(weights, max_size=2)
-    # Top-left block holds 0, 1, 4, 5 -> mean 2.5; the others follow by +2 across and +8 down.
-    assert pooled.values.tolist() == [[2.5, 4.5], [10.5, 12.5]]
-    assert pooled.row_bins == ((0, 2), (2, 4)) and pooled.pooled
-
-
-def test_average_pooling_divides_a_short_last_block_by_its_own_size():
-    weights = torch.arange(25, dtype=torch.float32).view(5, 5)
-    pooled = head_stats.average_pool(weights, max_size=2)  # blocks of 3 tokens: (0, 3) and (3, 5)
-    assert pooled.row_bins == ((0, 3), (3, 5))
-    assert pooled.values[1, 1].item() == pytest.approx((18 + 19 + 23 + 24) / 4)  # a 2 × 2 corner block
-    assert pooled.values[0, 0].item() == pytest.approx(weights[:3, :3].mean().item())
-
-
-def test_average_pooling_shrinks_512_tokens_to_64_and_keeps_short_maps_as_they_are():
-    long = torch.softmax(torch.randn(2, 512, 512), dim=-1)
-    pooled = head_stats.average_pool(long)
-    assert pooled.values.shape == (2, 64, 64) and len(pooled.column_bins) == 64
-    assert pooled.values.mean().item() == pytest.approx(long.mean().item(), rel=1e-5)  # equal blocks keep the mean
-    short = torch.softmax(torch.randn(3, 10, 10), dim=-1)
-    kept = head_stats.average_pool(short)
-    assert torch.equal(kept.values, short) and not kept.pooled
-
-
 def test_statistic_ranges_match_what_each_statistic_can_reach():
     assert head_stats.statistic_range("entropy", 7) == (0.0, pytest.approx(math.log(7)))
     assert head_stats.statistic_range("distance", 7) == (0.0, 6.0)
