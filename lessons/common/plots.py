@@ -325,6 +325,14 @@ def _split_between_words(text: str, fits: Callable[[str], bool]) -> tuple[str, s
     return (text[:cut], text[cut + 1 :].lstrip()) if cut is not None else None
 
 
+def with_measured_margins(figure: go.Figure, **margins_px: int) -> go.Figure:
+    """`figure` with the margins that plotly's automargin arrives at for its labels, title, legend and colour bar,
+    read back in Chromium (`_fullLayout._size`) at desktop and phone widths and given before it draws: plotly then
+    draws once, instead of drawing, measuring what it drew and drawing again. Where the text is larger than
+    measured (presentation style, a title that wraps), automargin still pushes them further."""
+    return figure.update_layout(margin=margins_px)
+
+
 def make_room_for_labels(figure: go.Figure, row_labels: Sequence[str], column_labels: Sequence[str]) -> None:
     """Margins that hold `row_labels` written across at the left and `column_labels` turned upwards on top,
     below a one-line title (a figure whose title runs over several lines keeps plotly's own margins)."""

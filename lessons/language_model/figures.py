@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from lessons.common.labels import token_label
 from lessons.common.matrix_figures import token_names, weights_figure
 from lessons.common.next_token_figures import CHOSEN_COLOUR, OTHER_COLOUR, candidates_figure
-from lessons.common.plots import heatmap, safe_label, style
+from lessons.common.plots import heatmap, safe_label, style, with_measured_margins
 from lessons.common.pooling import PooledMap
 
 FRAME_COLOUR = "#E4572E"  # the app's second colour: it stands out on the purple attention scale
@@ -61,7 +61,7 @@ def whole_map_figure(whole: PooledMap, window: range, title: str) -> go.Figure:
         y1=last + 0.5,
         line=dict(color=FRAME_COLOUR, width=2),
     )
-    return style(figure, title, height=520)
+    return with_measured_margins(style(figure, title, height=520), l=78, r=95, t=106)  # measured: r 86–95
 
 
 def first_token_figure(weights, pieces: Sequence[str], positions: Sequence[int], title: str) -> go.Figure:
@@ -130,7 +130,7 @@ def layer_head_figure(scores, title: str, score_name: str, zmax: float = 1.0) ->
         tickvals=list(range(0, num_layers, 3)), ticktext=[str(layer) for layer in range(0, num_layers, 3)]
     )
     figure.update_xaxes(ticktext=[str(head) for head in range(num_heads)])
-    return style(figure, title, height=560)
+    return with_measured_margins(style(figure, title, height=560), l=72, r=90, t=106)  # measured: r 80–89
 
 
 def divergence_figure(divergence, positions: Sequence[int], pieces: Sequence[str], title: str) -> go.Figure:
