@@ -25,6 +25,12 @@ class PooledMap:
     column_bins: tuple[tuple[int, int], ...]
 
     @property
+    def row_block(self) -> int:
+        """Tokens behind each row but perhaps the last, which may hold fewer."""
+        start, stop = self.row_bins[0]
+        return stop - start
+
+    @property
     def pooled(self) -> bool:
         """True when blocks hold more than one token (the map is not the full map)."""
         return len(self.row_bins) < self.row_bins[-1][1] or len(self.column_bins) < self.column_bins[-1][1]

@@ -6,6 +6,7 @@ the same on every page; what is new here is the chart of a text being written, s
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -14,7 +15,7 @@ from lessons.common.labels import token_label
 from lessons.common.matrix_figures import token_names, weights_figure
 from lessons.common.next_token_figures import CHOSEN_COLOUR, OTHER_COLOUR, candidates_figure
 from lessons.common.plots import heatmap, safe_label, style, with_measured_margins
-from lessons.common.pooling import PooledMap
+from lessons.common.pooling import PooledMap, bin_labels
 
 FRAME_COLOUR = "#E4572E"  # the app's second colour: it stands out on the purple attention scale
 
@@ -36,11 +37,11 @@ def whole_map_figure(whole: PooledMap, window: range, title: str) -> go.Figure:
     """One head's map of a whole long text, average-pooled (`pooling.average_pool`), with the window drawn at full
     resolution framed. Ticks name the first position of about eight blocks: 64 labels of "8–15" would collide."""
     rows = len(whole.row_bins)
-    every = -(-rows // 8)
+    every = math.ceil(rows / 8)
     figure = heatmap(
         whole.values,
-        [f"positions {start}–{stop - 1}" for start, stop in whole.row_bins],
-        [f"positions {start}–{stop - 1}" for start, stop in whole.column_bins],
+        [f"positions {label}" for label in bin_labels(whole.row_bins)],
+        [f"positions {label}" for label in bin_labels(whole.column_bins)],
         title,
         zmin=0.0,
         row_title="queries",
@@ -51,8 +52,7 @@ def whole_map_figure(whole: PooledMap, window: range, title: str) -> go.Figure:
     ticks = list(range(0, rows, every))
     figure.update_yaxes(tickvals=ticks, ticktext=[str(whole.row_bins[i][0]) for i in ticks], title="query position")
     figure.update_xaxes(tickvals=ticks, ticktext=[str(whole.column_bins[i][0]) for i in ticks], title="key position")
-    block = whole.row_bins[0][1] - whole.row_bins[0][0]
-    first, last = window.start // block, (window.stop - 1) // block
+    first, last = window.start // whole.row_block, (window.stop - 1) // whole.row_block
     figure.add_shape(
         type="rect",
         x0=first - 0.5,

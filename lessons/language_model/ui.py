@@ -324,9 +324,9 @@ def show_attention(chat: ChatModel, tokens: ModelTokens, study_text: str) -> Non
     layer, head = linked.layer_and_head(
         config.num_layers, config.num_heads, links.LAYER, links.HEAD, head_label="Query head"
     )
-    start = 0
-    whole_map = st.container()  # above the window's slider, though it frames the window the slider chooses
+    start, whole_map = 0, None
     if len(tokens) > FOCUS_WINDOW:
+        whole_map = st.container()  # above the window's slider, though it frames the window the slider chooses
         start = linked.slider(
             f"Focus window: first of the {FOCUS_WINDOW} tokens shown",
             links.WINDOW_START,
@@ -338,16 +338,15 @@ def show_attention(chat: ChatModel, tokens: ModelTokens, study_text: str) -> Non
         )
     window = focus_window(len(tokens), start)
     maps = loaders.unless_out_of_memory(lambda: attention_of(study_text, token_cap(), layer), len(study_text))
-    if len(window) < len(tokens):
+    if whole_map is not None:
         whole = pooling.average_pool(maps[head])
-        block = whole.row_bins[0][1] - whole.row_bins[0][0]
         with whole_map:
             widgets.show_figure(
                 "lm_attention_whole",
                 (study_text, token_cap(), layer, head, window.start),
                 lambda: figures.whole_map_figure(whole, window, f"Layer {layer}, head {head}: the whole text"),
             )
-            st.caption(text.whole_map_caption(len(tokens), block, window))
+            st.caption(text.whole_map_caption(len(tokens), whole.row_block, window))
     weights = crop(maps[head], window, window)
     st.caption(text.head_group(head, config.num_heads, config.num_kv_heads))
     if len(window) < len(tokens):

@@ -73,9 +73,9 @@ def map_panels(
     `marked` (an index into `maps`), when given, is framed: the one an exercise's answer points to.
 
     labels[k] names the rows (queries) and columns (keys) of maps[k]; labels must be distinct within a
-    panel (use `labels.token_labels` or `pooling.bin_labels`); they are escaped here. Panels that share their labels are
-    labelled once, rows on the left of the first column and columns under the lowest panel of each column,
-    `columns` abreast (default: as many as keep every label readable, `panel_columns`). Panels with labels
+    panel (use `labels.token_labels` or `pooling.bin_labels`); they are escaped here. Panels that share their
+    labels are labelled once, rows on the left of the first column and columns under the lowest panel of each
+    column, `columns` abreast (default: as many as keep every label readable, `panel_columns`). Panels with labels
     of their own (two sentences) stand two abreast at most, the second labelled on its right, so that no
     label is drawn over a neighbour.
     """

@@ -19,7 +19,7 @@ def test_average_pooling_takes_the_mean_of_each_block():
 def test_average_pooling_divides_a_short_last_block_by_its_own_size():
     weights = torch.arange(25, dtype=torch.float32).view(5, 5)
     pooled = pooling.average_pool(weights, max_size=2)  # blocks of 3 tokens: (0, 3) and (3, 5)
-    assert pooled.row_bins == ((0, 3), (3, 5))
+    assert pooled.row_bins == ((0, 3), (3, 5)) and pooled.row_block == 3
     assert pooled.values[1, 1].item() == pytest.approx((18 + 19 + 23 + 24) / 4)  # a 2 × 2 corner block
     assert pooled.values[0, 0].item() == pytest.approx(weights[:3, :3].mean().item())
 
