@@ -10,6 +10,7 @@ from lessons.common.ui import charts, classroom, frame, history, linked, sidebar
 
 memory.configure_allocator()  # before the model loads: freed tensors go back to the system (see memory.py)
 memory.exempt_late_imports()  # what an earlier run imported in bulk, out of every full collection
+memory.collect_garbage_now_and_then()  # in place of Streamlit's full collection after every run (see memory.py)
 
 # A local file: a material-symbol page icon would make the browser fetch it from a font CDN.
 ICON = Path(__file__).parent / "assets" / "icon.png"

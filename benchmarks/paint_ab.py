@@ -103,7 +103,9 @@ def main() -> None:
         subprocess.run(["git", "worktree", "add", "--detach", str(worktree), arguments.base], cwd=ROOT, check=True)
         try:
             with (
-                StreamlitServer(log_path=ARTIFACTS / "paint-ab-base.log", script=worktree / "app.py") as base,
+                StreamlitServer(
+                    log_path=ARTIFACTS / "paint-ab-base.log", script=worktree / "app.py", folder=worktree
+                ) as base,
                 StreamlitServer(log_path=ARTIFACTS / "paint-ab-tree.log") as tree,
             ):
                 print(f"load average before: {load_average()}")

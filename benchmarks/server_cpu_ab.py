@@ -2,7 +2,7 @@
 served side by side in hosted mode and put under the same room of students in turn.
 
     python benchmarks/server_cpu_ab.py [--base HEAD] [--rounds 3] [--sessions 20] [--duration 40] [--writers 2]
-    python benchmarks/server_cpu_ab.py --profile        # also a py-spy profile of each server in the first round
+    python benchmarks/server_cpu_ab.py --profile [ROUND]  # also a py-spy profile of each server in that round (1st)
     python benchmarks/server_cpu_ab.py --tree-threads 1  # the working tree served as the hall serves a replica
 
 The room is the load test's (harness/load.py: websocket students with their own texts, every fifth a trainer),
@@ -10,9 +10,10 @@ plus `--writers` students of lesson 9 (SmolLM2 writing after their own text, and
 servers serve SmolLM2 (ANATOMY_LANGUAGE_MODEL=1). Each round loads one server, then the other, in an order
 drawn afresh; the servers live across rounds, as a replica does. What counts is the server's CPU time (user
 plus system, from /proc) divided by the views it served: on a shared machine that moves far less than wall time.
-Printed: the median over rounds for each server and their ratio.
+Printed: the median over rounds for each server and their ratio, and after each round the server's resident
+memory and its peak so far (sampled twice a second).
 
-With --profile, py-spy (`pip install py-spy`) samples each server during the first round twice at once: every
+With --profile, py-spy (`pip install py-spy`) samples each server during one round twice at once: every
 busy thread (torch's kernels run without the GIL) and only the thread holding the GIL (Python's own work, such as
 garbage collection, building figures, serialising them). Each sample is put in one category by the frames on its
 stack. The base revision is checked out into a temporary git worktree and served with this checkout's Python.
@@ -49,8 +50,8 @@ FIRST_WRITER = 100  # writers' session numbers: their texts differ from every ot
 # Categories of a profile sample, first match wins, by what its stack passes through.
 CATEGORIES = (
     (
-        "garbage collection after each run",
-        ("_on_script_finished (streamlit/runtime/scriptrunner/script_runner.py:1055",),
+        "garbage collection (after each run, or now and then)",
+        ("_on_script_finished (streamlit/runtime/scriptrunner/script_runner.py:1055", "_collect_while_pages_run"),
     ),
     ("st.cache hashing", ("caching/hashing.py",)),
     ("training (lesson 8)", ("train_now", "anatomy/training")),
@@ -141,7 +142,15 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=20, help="the load test's students (every fifth trains)")
     parser.add_argument("--writers", type=int, default=2, help="students of lesson 9 besides them")
     parser.add_argument("--duration", type=float, default=40.0, help="seconds of load per server and round")
-    parser.add_argument("--profile", action="store_true", help="profile both servers in the first round (py-spy)")
+    parser.add_argument(
+        "--profile",
+        nargs="?",
+        const=1,
+        type=int,
+        metavar="ROUND",
+        help="profile both servers in this round (py-spy; the first when no round is given): a later round shows "
+        "a replica that has already seen its students' words and models",
+    )
     parser.add_argument(
         "--tree-threads",
         type=int,
@@ -159,12 +168,13 @@ def main() -> None:
         try:
             base_server = Server(ARTIFACTS / "server-cpu-base.log", ENVIRONMENT)
             base_server.script = worktree / "app.py"  # Streamlit puts the script's folder first on the import path
+            base_server.folder = worktree  # and reads the base's own .streamlit/config.toml there
             with base_server as base, Server(ARTIFACTS / "server-cpu-tree.log", tree_environment) as tree:
                 servers = {"base": base, "tree": tree}
                 for round_number in range(arguments.rounds):
                     order = random.Random(round_number).sample(sorted(servers), 2)
                     for name in order:
-                        if arguments.profile and round_number == 0:
+                        if arguments.profile == round_number + 1:
                             profiles[name] = start_profiles(servers[name], arguments.duration + 15, name)
                         cpu, views, errors = asyncio.run(
                             one_load(servers[name], arguments.sessions, arguments.duration, arguments.writers)
@@ -172,7 +182,9 @@ def main() -> None:
                         cpu_per_view[name].append(cpu / max(1, views))
                         print(
                             f"round {round_number + 1} {name}: {views} views, {cpu:.1f} s of server CPU, "
-                            f"{cpu / max(1, views):.3f} s a view, {len(errors)} errors {errors[:2]}",
+                            f"{cpu / max(1, views):.3f} s a view, {len(errors)} errors {errors[:2]}, "
+                            f"resident memory now {servers[name].rss() / 2**20:.0f} MiB, at most "
+                            f"{max(rss for _, rss in servers[name].rss_samples) / 2**20:.0f} MiB so far",
                             flush=True,
                         )
         finally:

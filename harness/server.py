@@ -85,8 +85,10 @@ class StreamlitServer:
         environment: dict | None = None,
         script: Path = ROOT / "app.py",
         detached: bool = False,
+        folder: Path = ROOT,
     ):
         self.script = script
+        self.folder = folder  # where it runs: Streamlit reads the .streamlit/config.toml found there
         self.detached = detached  # in a session of its own: a Ctrl-C in the terminal does not reach it
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -113,7 +115,7 @@ class StreamlitServer:
         log = open(self.log_path, "w") if self.log_path else subprocess.DEVNULL
         self.process = subprocess.Popen(
             command,
-            cwd=ROOT,
+            cwd=self.folder,
             stdout=log,
             stderr=subprocess.STDOUT,
             env=self.environment,

@@ -23,6 +23,7 @@ import dataclasses
 import gc
 import sys
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Generic, TypeVar
@@ -106,6 +107,39 @@ def exempt_late_imports() -> bool:
         return False
     exempt_from_garbage_collection()
     return True
+
+
+# Streamlit collects garbage in full after every run of every session's script (its `runner.postScriptGC`).
+# Under a class that is several full collections a second, each walking every object the caches and the
+# sessions hold (traced runs, figures, widget states); with a class's texts cached it took 10-15 % of the
+# server's CPU (benchmarks/server_cpu_ab.py --profile). .streamlit/config.toml turns it off, and this takes
+# its place: one full collection every FULL_COLLECTION_SECONDS, in a thread of its own, while pages run.
+# Garbage caught in reference cycles still goes within seconds; an idle server collects nothing.
+FULL_COLLECTION_SECONDS = 5.0
+_a_page_ran = threading.Event()
+_collector_lock = threading.Lock()
+_collector: threading.Thread | None = None
+
+
+def collect_garbage_now_and_then(interval_seconds: float = FULL_COLLECTION_SECONDS) -> None:
+    """Note that a page is running, so that a full collection follows within `interval_seconds` (the first
+    call starts the collecting thread; later calls only take note)."""
+    global _collector
+    _a_page_ran.set()
+    with _collector_lock:
+        if _collector is None or not _collector.is_alive():
+            _collector = threading.Thread(
+                target=_collect_while_pages_run, args=(interval_seconds,), name="garbage-collector", daemon=True
+            )
+            _collector.start()
+
+
+def _collect_while_pages_run(interval_seconds: float) -> None:
+    while True:
+        time.sleep(interval_seconds)
+        if _a_page_ran.is_set():
+            _a_page_ran.clear()
+            gc.collect(2)
 
 
 def tensor_bytes(value) -> int:

@@ -266,3 +266,68 @@ print(before, len(gc.get_objects()))
     walked_before, walked_after = map(int, result.stdout.split())
     assert walked_before > 40_000  # the stand-ins, walked by every full collection until the next run
     assert walked_after < 5_000
+
+
+def test_the_app_collects_garbage_every_few_seconds_instead_of_after_every_run():
+    """Streamlit's full collection after every run of every session walks everything the caches and sessions
+    hold, several times a second under a class. The app turns it off and runs one every few seconds while
+    pages run, from a thread of its own. (In a fresh interpreter: the thread lives as long as the process.)"""
+    import subprocess
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    config = tomllib.loads((Path(__file__).parents[2] / ".streamlit" / "config.toml").read_text())
+    assert config["runner"]["postScriptGC"] is False
+
+    script = """
+import logging, threading
+logging.disable(logging.WARNING)
+from harness.apptest import open_page
+from lessons.common import memory
+open_page("lesson_pages/tokenization.py")
+collectors = [thread for thread in threading.enumerate() if thread.name == "garbage-collector"]
+print(len(collectors), all(thread.daemon for thread in collectors), memory.FULL_COLLECTION_SECONDS)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    collectors, daemon, interval = result.stdout.split()
+    assert collectors == "1"  # one for the process, however many runs and sessions
+    assert daemon == "True"  # it never keeps the server from stopping
+    assert 1 <= float(interval) <= 10  # garbage in reference cycles waits seconds, not minutes
+
+
+def test_garbage_in_reference_cycles_goes_within_an_interval_while_pages_run_and_an_idle_server_collects_none():
+    """Python's own collector is off in this interpreter, so only the app's thread can free a reference cycle."""
+    import subprocess
+    import sys
+
+    script = """
+import gc, time, weakref
+gc.disable()
+from lessons.common import memory
+
+class Node:
+    pass
+
+def cycle():
+    first, second = Node(), Node()
+    first.other, second.other = second, first
+    return weakref.ref(first)
+
+def freed_within(alive, seconds):
+    deadline = time.monotonic() + seconds
+    while alive() is not None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return alive() is None
+
+alive = cycle()
+memory.collect_garbage_now_and_then(interval_seconds=0.1)  # a page ran
+print(freed_within(alive, 10))
+time.sleep(0.3)  # the page's collection is done
+idle = cycle()
+print(freed_within(idle, 0.6))  # six intervals and no page ran: nothing collected
+memory.collect_garbage_now_and_then(interval_seconds=0.1)  # a page ran again
+print(freed_within(idle, 10))
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["True", "False", "True"]

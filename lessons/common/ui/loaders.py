@@ -32,9 +32,11 @@ RunKey = tuple[str, str, str | None, int | None]  # reference, text, second sent
 
 # Traced runs kept in memory: at most this many, holding at most this many bytes together (a 512-token
 # MiniLM trace holds 42 MB, a 10-token one 0.8 MB), the run just used always kept. The server holds about
-# 460 MB once the model is loaded (torch alone is 220 MB), so this leaves room for one 512-token run plus
-# shorter ones, the pages' own caches and a forward pass in progress within a free tier's 700 MB.
-MAX_CACHED_RUNS = 8
+# 460 MB once the model is loaded (torch alone is 220 MB), so the bytes leave room for one 512-token run plus
+# shorter ones, the pages' own caches and a forward pass in progress within a free tier's 700 MB. The count
+# is a class's worth of texts: with only 8, sixteen students typing their own texts pushed each other's out
+# within seconds, and a text was traced again on the student's next page (benchmarks/server_cpu_ab.py).
+MAX_CACHED_RUNS = 64
 MAX_CACHED_RUN_BYTES = 128 * 2**20
 
 # New traced runs computed at once, across every session. Streamlit runs each session's script in a thread of
