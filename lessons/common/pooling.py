@@ -1,6 +1,12 @@
 """Attention maps too large to draw cell by cell, shrunk by average pooling: each cell of the pooled map is the
 mean of a block of neighbouring queries × keys, so that a long text's whole map fits on a screen while any one
-block can still be opened at full resolution."""
+block can still be opened at full resolution.
+
+Two ways to cut the tokens into blocks, one way to average them. Equal blocks (`equal_bins`: ⌈T / n⌉ tokens
+each, the last perhaps fewer) keep block edges on round positions, for a map whose ticks name positions
+(multi-head comparison, a long text in lesson 9). Balanced blocks (`balanced_bins`: sizes differ by at most
+one) share the tokens out as evenly as possible, for the encoder's overview of every layer and head.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 # Maps of long inputs are shrunk to at most this many rows and columns before they are drawn.
@@ -36,27 +41,40 @@ class PooledMap:
         return len(self.row_bins) < self.row_bins[-1][1] or len(self.column_bins) < self.column_bins[-1][1]
 
 
-def average_pool(weights: Tensor, max_size: int = MAX_MAP_SIZE) -> PooledMap:
-    """(..., T, S) -> at most (..., max_size, max_size): the mean of each block of
-    ⌈T / max_size⌉ × ⌈S / max_size⌉ cells; the last block of a side may hold fewer tokens.
+def average_pool(weights: Tensor, max_size: int = MAX_MAP_SIZE, *, balanced: bool = False) -> PooledMap:
+    """(..., T, S) -> at most (..., max_size, max_size): the mean of each block of queries × keys, the blocks
+    cut by `equal_bins`, or by `balanced_bins` when `balanced`.
 
     Short inputs come back unchanged (blocks of one token).
     """
     queries, keys = weights.shape[-2:]
-    row_block, column_block = math.ceil(queries / max_size), math.ceil(keys / max_size)
-    row_bins, column_bins = _bins(queries, row_block), _bins(keys, column_block)
-    # Pad with zeros to whole blocks, sum each block, then divide by how many real cells it held.
-    padded = F.pad(weights, (0, len(column_bins) * column_block - keys, 0, len(row_bins) * row_block - queries))
-    sums = padded.unflatten(-1, (len(column_bins), column_block)).sum(dim=-1)  # (..., T_pad, S')
-    sums = sums.unflatten(-2, (len(row_bins), row_block)).sum(dim=-2)  # (..., T', S')
-    row_counts = torch.tensor([stop - start for start, stop in row_bins], dtype=weights.dtype)
-    column_counts = torch.tensor([stop - start for start, stop in column_bins], dtype=weights.dtype)
-    counts = (row_counts.unsqueeze(1) * column_counts.unsqueeze(0)).to(weights.device)  # (T', S')
-    return PooledMap(sums / counts, row_bins, column_bins)
+    cut = balanced_bins if balanced else equal_bins
+    row_bins, column_bins = cut(queries, max_size), cut(keys, max_size)
+    rows = pooling_matrix(row_bins, queries).to(weights.device, weights.dtype)  # (T', T)
+    columns = pooling_matrix(column_bins, keys).to(weights.device, weights.dtype)  # (S', S)
+    return PooledMap(rows @ weights @ columns.T, row_bins, column_bins)  # rows: mean over queries; columns: keys
 
 
-def _bins(length: int, block: int) -> tuple[tuple[int, int], ...]:
+def equal_bins(length: int, max_bins: int) -> tuple[tuple[int, int], ...]:
+    """Positions 0..length-1 cut into runs [start, stop) of ⌈length / max_bins⌉ tokens; the last may hold fewer."""
+    block = math.ceil(length / max_bins)
     return tuple((start, min(start + block, length)) for start in range(0, length, block))
+
+
+def balanced_bins(length: int, max_bins: int) -> tuple[tuple[int, int], ...]:
+    """Positions 0..length-1 cut into at most `max_bins` runs [start, stop) whose lengths differ by at most one
+    (one token each when the text is short enough)."""
+    count = min(length, max_bins)
+    edges = [index * length // count for index in range(count + 1)]
+    return tuple(zip(edges[:-1], edges[1:]))
+
+
+def pooling_matrix(bins: Sequence[tuple[int, int]], length: int) -> Tensor:
+    """(n, length) row i holds 1 / |bin i| on the tokens of bin i: multiplying by it averages each bin."""
+    matrix = torch.zeros(len(bins), length)
+    for row, (start, stop) in enumerate(bins):
+        matrix[row, start:stop] = 1 / (stop - start)
+    return matrix
 
 
 def bin_labels(bins: Sequence[tuple[int, int]]) -> list[str]:

@@ -22,6 +22,8 @@ from anatomy.blocks import EncoderLayer
 from anatomy.config import PRESETS, TransformerConfig, family, parameter_breakdown, parameter_count
 from anatomy.models import Encoder, SequenceClassifier
 from anatomy.trace import LayerTrace, ModelTrace
+from lessons.common import pooling
+from lessons.common.pooling import PooledMap
 
 # ---------------------------------------------------------------------------------------------------------
 # Attention of every layer and head at once
@@ -29,40 +31,10 @@ from anatomy.trace import LayerTrace, ModelTrace
 MAX_OVERVIEW_BLOCKS = 32  # an overview map is at most 32 × 32, whatever the text's length
 
 
-def token_blocks(num_tokens: int, max_blocks: int = MAX_OVERVIEW_BLOCKS) -> tuple[tuple[int, int], ...]:
-    """Positions 0..T-1 cut into at most `max_blocks` contiguous runs [start, end) whose lengths differ by
-    at most one (one token per block when the text is short enough)."""
-    count = min(num_tokens, max_blocks)
-    edges = [index * num_tokens // count for index in range(count + 1)]
-    return tuple(zip(edges[:-1], edges[1:]))
-
-
-def pooling_matrix(blocks: Sequence[tuple[int, int]], num_tokens: int) -> Tensor:
-    """(n, T) row i holds 1/|block i| on the tokens of block i: multiplying by it averages each block."""
-    matrix = torch.zeros(len(blocks), num_tokens)
-    for row, (start, end) in enumerate(blocks):
-        matrix[row, start:end] = 1 / (end - start)
-    return matrix
-
-
-@dataclass(frozen=True)
-class PooledAttention:
-    """Attention maps shrunk by average pooling, so that every layer and head fits on one screen."""
-
-    weights: Tensor  # (L, H, n, n) the mean weight inside each block of queries × keys
-    blocks: tuple[tuple[int, int], ...]  # the tokens [start, end) behind each row (and column)
-
-    @property
-    def is_downsampled(self) -> bool:
-        return any(end - start > 1 for start, end in self.blocks)
-
-
-def pool_attention(weights: Tensor, max_blocks: int = MAX_OVERVIEW_BLOCKS) -> PooledAttention:
-    """(L, H, T, T) -> at most (L, H, max_blocks, max_blocks), each cell the mean of its block."""
-    blocks = token_blocks(weights.size(-1), max_blocks)
-    pooling = pooling_matrix(blocks, weights.size(-1)).to(weights.device, weights.dtype)  # (n, T)
-    pooled = pooling @ weights @ pooling.T  # rows: mean over a block of queries; columns: of keys
-    return PooledAttention(pooled, blocks)
+def pool_overview(weights: Tensor) -> PooledMap:
+    """(L, H, T, T) -> at most (L, H, 32, 32): every map averaged over balanced blocks of tokens (lessons/common/
+    pooling.py), so that the whole stack fits on one screen."""
+    return pooling.average_pool(weights, MAX_OVERVIEW_BLOCKS, balanced=True)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -20,7 +20,9 @@ from anatomy.blocks import ResidualBlock
 from anatomy.config import TransformerConfig, parameter_breakdown
 from anatomy.models import MaskedLMHead, SequenceClassifier
 from anatomy.trace import ModelTrace
+from lessons.common import pooling
 from lessons.common.next_token_figures import candidates_figure
+from lessons.common.pooling import PooledMap
 from lessons.common.runs import EncoderRun
 from lessons.common.ui import linked, loaders, widgets
 from lessons.common.ui.sidebar import StudyContext
@@ -73,8 +75,8 @@ def traced_text(context: StudyContext) -> TracedText:
 
 # Both are keyed like the traced run they come from, and hold as many entries.
 @st.cache_resource(max_entries=loaders.MAX_CACHED_RUNS, show_spinner=False)
-def pooled_attention(reference: str, studied: str) -> analysis.PooledAttention:
-    return loaders.get_encoder_run(reference, studied).over_layers(analysis.pool_attention)
+def pooled_attention(reference: str, studied: str) -> PooledMap:
+    return loaders.get_encoder_run(reference, studied).over_layers(analysis.pool_overview)
 
 
 @st.cache_resource(max_entries=loaders.MAX_CACHED_RUNS, show_spinner="Running two untrained stacks…")
@@ -119,12 +121,12 @@ def show_attention(traced: TracedText) -> None:
     layer = choose_layer(traced, layer_column)
     head = linked.slider("Head", links.HEAD, 0, config.num_heads - 1, 0, container=head_column, help=text.HEAD_HELP)
     pooled = pooled_attention(traced.context.reference, traced.context.text)
-    if pooled.is_downsampled:
-        st.caption(text.pooled_caption(len(tokens), len(pooled.blocks), tables.block_sizes(pooled.blocks)))
+    if pooled.pooled:
+        st.caption(text.pooled_caption(len(tokens), len(pooled.row_bins), tables.block_sizes(pooled.row_bins)))
     traced.show_figure(
         "enc_overview_chart",
         (layer, head),
-        lambda: figures.attention_overview(pooled.weights, pooled.blocks, tokens, selected=(layer, head)),
+        lambda: figures.attention_overview(pooled.values, pooled.row_bins, tokens, selected=(layer, head)),
     )
     st.subheader(f"Layer {layer}, head {head}, every weight")
     start, end = choose_window(traced, FULL_MAP_TOKENS)
@@ -142,7 +144,7 @@ def show_attention(traced: TracedText) -> None:
         f"attention_layer{layer}_head{head}.csv",
         key="enc_download_attention",
     )
-    widgets.show_source(analysis.pool_attention, analysis.pooling_matrix, analysis.token_blocks)
+    widgets.show_source(analysis.pool_overview, pooling.average_pool, pooling.balanced_bins, pooling.pooling_matrix)
 
 
 # ----- the hidden states -----------------------------------------------------------------------------------

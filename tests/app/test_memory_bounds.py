@@ -10,10 +10,9 @@ import torch
 from anatomy.attention import scaled_dot_product_attention
 from anatomy.config import DecoderConfig, EncoderConfig
 from anatomy.models import DecoderOnlyLM, Encoder
-from lessons.common import memory
+from lessons.common import memory, pooling
 from lessons.common.runs import run_encoder
 from lessons.common.ui import loaders
-from lessons.encoder import analysis as stack_analysis
 from lessons.multihead import statistics as head_stats
 
 SMALL = dict(vocab_size=50, max_positions=64, width=24, num_layers=2, num_heads=3, ff_width=40, dropout=0.0)
@@ -137,11 +136,11 @@ def test_statistics_computed_one_layer_at_a_time_equal_those_of_the_whole_stack(
         assert getattr(by_layer, name).shape == (6, 12)
         assert torch.equal(getattr(by_layer, name), getattr(whole, name))
     pooled_whole, pooled_by_layer = (
-        stack_analysis.pool_attention(run.attention_weights, 4),
-        run.over_layers(lambda weights: stack_analysis.pool_attention(weights, 4)),
+        pooling.average_pool(run.attention_weights, 4, balanced=True),
+        run.over_layers(lambda weights: pooling.average_pool(weights, 4, balanced=True)),
     )
-    assert pooled_by_layer.blocks == pooled_whole.blocks and len(pooled_whole.blocks) == 4
-    assert torch.equal(pooled_by_layer.weights, pooled_whole.weights)
+    assert pooled_by_layer.row_bins == pooled_whole.row_bins and len(pooled_whole.row_bins) == 4
+    assert torch.equal(pooled_by_layer.values, pooled_whole.values)
 
 
 # ── the byte budget ──────────────────────────────────────────────────────────────────────────────────
@@ -284,7 +283,7 @@ def test_the_app_collects_garbage_every_few_seconds_instead_of_after_every_run()
 import logging, threading
 logging.disable(logging.WARNING)
 from harness.apptest import open_page
-from lessons.common import memory
+from lessons.common import memory, pooling
 open_page("lesson_pages/tokenization.py")
 collectors = [thread for thread in threading.enumerate() if thread.name == "garbage-collector"]
 print(len(collectors), all(thread.daemon for thread in collectors), memory.FULL_COLLECTION_SECONDS)
@@ -304,7 +303,7 @@ def test_garbage_in_reference_cycles_goes_within_an_interval_while_pages_run_and
     script = """
 import gc, time, weakref
 gc.disable()
-from lessons.common import memory
+from lessons.common import memory, pooling
 
 class Node:
     pass

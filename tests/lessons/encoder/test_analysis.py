@@ -34,38 +34,10 @@ def fruit(embedded):
 # Attention overview
 
 
-def test_a_short_text_keeps_one_token_per_block():
-    assert stack_analysis.token_blocks(7) == tuple((index, index + 1) for index in range(7))
-
-
-def test_512_tokens_make_32_blocks_of_16():
-    blocks = stack_analysis.token_blocks(512)
-    assert len(blocks) == 32
-    assert {end - start for start, end in blocks} == {16}
-
-
-def test_blocks_cover_every_token_once_and_differ_in_length_by_at_most_one():
-    blocks = stack_analysis.token_blocks(100)
-    assert len(blocks) == 32
-    assert blocks[0][0] == 0 and blocks[-1][1] == 100
-    assert all(previous[1] == following[0] for previous, following in zip(blocks, blocks[1:]))
-    assert {end - start for start, end in blocks} == {3, 4}
-
-
-def test_pooling_averages_each_block_of_queries_and_keys():
-    weights = torch.rand(2, 3, 70, 70).softmax(dim=-1)
-    pooled = stack_analysis.pool_attention(weights)
-    assert pooled.weights.shape == (2, 3, 32, 32) and pooled.is_downsampled
-    for row, (q_start, q_end) in enumerate(pooled.blocks[:5]):
-        for column, (k_start, k_end) in enumerate(pooled.blocks[-5:], start=27):
-            by_hand = weights[..., q_start:q_end, k_start:k_end].mean(dim=(-2, -1))
-            torch.testing.assert_close(pooled.weights[..., row, column], by_hand)
-
-
 def test_a_short_text_is_not_pooled_at_all(traced):
-    pooled = stack_analysis.pool_attention(traced.attention_weights)
-    assert not pooled.is_downsampled
-    torch.testing.assert_close(pooled.weights, traced.attention_weights)
+    pooled = stack_analysis.pool_overview(traced.attention_weights)
+    assert not pooled.pooled
+    torch.testing.assert_close(pooled.values, traced.attention_weights)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -118,9 +118,9 @@ def test_a_long_text_is_pooled_in_the_overview_and_windowed_at_full_resolution(s
     app = open_page(PAGE, text=LONG_TEXT, query={links.WINDOW_START: "10"})
     assert_clean(app)
     assert "average-pooled to 32 × 32" in all_markdown(app)
-    pooled = stack_analysis.pool_attention(long_run.attention_weights)
+    pooled = stack_analysis.pool_overview(long_run.attention_weights)
     overview, full_map = heatmaps(app)
-    np.testing.assert_allclose(overview["z"][:32, :32], pooled.weights[0, 0].cpu().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(overview["z"][:32, :32], pooled.values[0, 0].cpu().numpy(), rtol=1e-5)
     # the map below is not pooled: 64 query rows from token 10, every key
     assert app.slider(key=links.WINDOW_START).value == 10
     assert full_map["y"][0].startswith("10: ") and len(full_map["y"]) == 64 and len(full_map["x"]) == num_tokens
