@@ -111,9 +111,10 @@ def exempt_late_imports() -> bool:
 
 # Streamlit collects garbage in full after every run of every session's script (its `runner.postScriptGC`).
 # Under a class that is several full collections a second, each walking every object the caches and the
-# sessions hold (traced runs, figures, widget states); with a class's texts cached it took 10-15 % of the
-# server's CPU (benchmarks/server_cpu_ab.py --profile). .streamlit/config.toml turns it off, and this takes
-# its place: one full collection every FULL_COLLECTION_SECONDS, in a thread of its own, while pages run.
+# sessions hold (traced runs, figures, widget states): 10-13 % of the server's CPU under a room of students
+# (benchmarks/server_cpu_ab.py --profile), 2 % with this instead. .streamlit/config.toml turns it off, and
+# this takes its place: one full collection every FULL_COLLECTION_SECONDS, in a thread of its own, while
+# pages run.
 # Garbage caught in reference cycles still goes within seconds; an idle server collects nothing.
 FULL_COLLECTION_SECONDS = 5.0
 _a_page_ran = threading.Event()
