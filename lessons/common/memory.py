@@ -86,9 +86,9 @@ _exemption_lock = threading.Lock()
 def exempt_from_garbage_collection() -> None:
     """Move every object alive now out of reach of Python's cyclic garbage collector, for good.
 
-    Streamlit runs a full collection (`gc.collect(2)`) after every run of every session's script, and a full
-    collection walks every container object in the process: with torch, transformers, plotly and a model
-    loaded that is some 300,000 objects, 200-250 ms on this machine, during which the server sends nothing.
+    A full collection (`gc.collect(2)`: the app's every few seconds, see `collect_garbage_now_and_then`) walks
+    every container object in the process: with torch, transformers, plotly and a model loaded that is some
+    300,000 objects, 200-250 ms on this machine, during which the server sends nothing.
     Called once the models are loaded, this leaves a collection only the objects made since to walk. The
     objects exempted (modules, a model's weights and layers) live as long as the process anyway; ones in
     reference cycles that die later are never freed, so garbage is collected first.

@@ -23,7 +23,6 @@ from anatomy.config import PRESETS, TransformerConfig, family, parameter_breakdo
 from anatomy.models import Encoder, SequenceClassifier
 from anatomy.trace import LayerTrace, ModelTrace
 from lessons.common import pooling
-from lessons.common.pooling import PooledMap
 
 # ---------------------------------------------------------------------------------------------------------
 # Attention of every layer and head at once
@@ -31,7 +30,7 @@ from lessons.common.pooling import PooledMap
 MAX_OVERVIEW_BLOCKS = 32  # an overview map is at most 32 × 32, whatever the text's length
 
 
-def pool_overview(weights: Tensor) -> PooledMap:
+def pool_overview(weights: Tensor) -> pooling.PooledMap:
     """(L, H, T, T) -> at most (L, H, 32, 32): every map averaged over balanced blocks of tokens (lessons/common/
     pooling.py), so that the whole stack fits on one screen."""
     return pooling.average_pool(weights, MAX_OVERVIEW_BLOCKS, balanced=True)

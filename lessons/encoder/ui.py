@@ -22,7 +22,6 @@ from anatomy.models import MaskedLMHead, SequenceClassifier
 from anatomy.trace import ModelTrace
 from lessons.common import pooling
 from lessons.common.next_token_figures import candidates_figure
-from lessons.common.pooling import PooledMap
 from lessons.common.runs import EncoderRun
 from lessons.common.ui import linked, loaders, widgets
 from lessons.common.ui.sidebar import StudyContext
@@ -75,7 +74,7 @@ def traced_text(context: StudyContext) -> TracedText:
 
 # Both are keyed like the traced run they come from, and hold as many entries.
 @st.cache_resource(max_entries=loaders.MAX_CACHED_RUNS, show_spinner=False)
-def pooled_attention(reference: str, studied: str) -> PooledMap:
+def pooled_attention(reference: str, studied: str) -> pooling.PooledMap:
     return loaders.get_encoder_run(reference, studied).over_layers(analysis.pool_overview)
 
 
