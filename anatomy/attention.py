@@ -153,8 +153,11 @@ def scaled_dot_product_attention(
         # Keys and values laid out head by head (a copy of the (B, S, H_kv, d_k) projection, as transformers'
         # KV cache makes them): the CPU kernel reads them in blocks of positions, 15 % faster at 4,096 tokens.
         key, value = key.contiguous(), value.contiguous()
+        in_place = shares_heads(query, key) and fused_kernel_reads_shared_heads(query.device)
+        if shares_heads(query, key) and not in_place:
+            key, value = per_query_head(key, query.size(1)), per_query_head(value, query.size(1))
         output = F.scaled_dot_product_attention(
-            query, key, value, attn_mask=mask, is_causal=only_causal, enable_gqa=shares_heads(query, key)
+            query, key, value, attn_mask=mask, is_causal=only_causal, enable_gqa=in_place
         )
         if mask is not None:
             output = output.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)  # zero, whatever the backend gives
@@ -165,6 +168,17 @@ def scaled_dot_product_attention(
         key, value = per_query_head(key, query.size(1)), per_query_head(value, query.size(1))  # (B, H, S, d_k)
     weights = attention_weights(query, key, mask)  # (..., T, S)
     return weights @ value, weights  # (..., T, d_k), (..., T, S)
+
+
+def fused_kernel_reads_shared_heads(device: torch.device) -> bool:
+    """Whether torch's fused attention on this device should read shared key/value heads in place (enable_gqa).
+
+    On the CPU it should: the same numbers as copies, bit for bit, and faster. On CUDA, no fused kernel takes
+    shared heads in float32 (torch 2.11: "both fused kernels require query, key and value to have the same
+    num_heads"), so torch falls back to its plain kernel, which writes every (T, S) score: 5 GB at 8,192 tokens
+    for SmolLM2. Copies of the 3 shared heads (6 MB each) let the memory-efficient kernel run instead.
+    """
+    return device.type != "cuda"
 
 
 def attention_one_head_at_a_time(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None) -> Tensor:
@@ -178,12 +192,21 @@ def attention_one_head_at_a_time(query: Tensor, key: Tensor, value: Tensor, mask
     group = query.size(1) // key.size(1)  # query heads per key/value head
     outputs = []
     for head in range(query.size(1)):
-        one_head = slice(head, head + 1)
         shared = slice(head // group, head // group + 1)  # the key/value head this query head reads
-        head_mask = mask if mask is None or mask.dim() < 4 or mask.size(1) == 1 else mask[:, one_head]
-        weights = attention_weights(query[:, one_head], key[:, shared], head_mask)  # (B, 1, T, S)
+        weights = one_head_weights(query, key, mask, head)  # (B, 1, T, S)
         outputs.append(weights @ value[:, shared])  # (B, 1, T, d_k)
     return torch.cat(outputs, dim=1)  # (B, H, T, d_k)
+
+
+def one_head_weights(query: Tensor, key: Tensor, mask: Tensor | None, head: int) -> Tensor:
+    """(B, 1, T, S) the weights of query head `head` alone, from (B, H, T, d_k) queries and (B, H_kv, S, d_k)
+    keys: what the traced forward computes for that head, and what a page derives when it shows one head of a
+    long text (at 8,192 tokens one head's map is 270 MB, all nine of SmolLM2's 2.4 GB)."""
+    one_head = slice(head, head + 1)
+    group = query.size(1) // key.size(1)
+    shared = slice(head // group, head // group + 1)  # the key/value head this query head reads
+    head_mask = mask if mask is None or mask.dim() < 4 or mask.size(1) == 1 else mask[:, one_head]
+    return attention_weights(query[:, one_head], key[:, shared], head_mask)
 
 
 class AttentionHead(nn.Module):
@@ -321,6 +344,11 @@ class AttentionTrace:
         """(B, H, T, S) softmax of the masked scores: each row sums to 1, or is all zero when every key is masked.
         Computed afresh on each call: keep the result, not the trace."""
         return attention_weights(self.query, self.key, self.mask)
+
+    def head_weights(self, head: int) -> Tensor:
+        """(B, T, S) the weights of one query head, derived alone: the traced forward's own numbers for that
+        head (it weighs one head at a time), at a ninth of `weights`' memory for SmolLM2."""
+        return one_head_weights(self.query, self.shared_key, self.mask, head)[:, 0]
 
 
 @dataclass(frozen=True)

@@ -119,14 +119,35 @@ def compare_speed(ours, reference, lengths, device: torch.device, repeats: int, 
             row: dict = {f"{name}_ms": ms for name, ms in medians(contenders, device, repeats, warmup).items()}
         row.update(tokens=length, device=device.type, ratio=row["ours_ms"] / row["transformers_sdpa_ms"])
         row.update(logits_bit_equal=difference == 0.0, largest_logit_difference=difference)
+        peaks = {name: forward_peak_mb(forward, device) for name, forward in contenders.items()}
+        row.update({f"{name}_peak_mb": peak for name, peak in peaks.items()})
         rows.append(row)
+        memory = (
+            ""
+            if peaks["ours"] is None
+            else (f"; peak over the weights {peaks['ours']:,.0f} / {peaks['transformers_sdpa']:,.0f} MB")
+        )
         print(
             f"{length:>6} tokens on {device.type}: ours {row['ours_ms']:9.0f} ms, transformers SDPA "
             f"{row['transformers_sdpa_ms']:9.0f} ms, ratio {row['ratio']:.2f}x, logits bit-equal: "
-            f"{row['logits_bit_equal']} (largest difference {difference:.1e})",
+            f"{row['logits_bit_equal']} (largest difference {difference:.1e}){memory}",
             flush=True,
         )
     return rows
+
+
+def forward_peak_mb(forward, device: torch.device) -> float | None:
+    """On CUDA, the most memory one untraced forward allocated beyond what was held before it (its logits, 1.6 GB
+    at 8,192 tokens, included); None elsewhere (the CPU's peak is measured per process, below)."""
+    if device.type != "cuda":
+        return None
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    with torch.inference_mode():
+        forward()
+    torch.cuda.synchronize()
+    return (torch.cuda.max_memory_allocated() - before) / 1e6
 
 
 # Each layer's sublayers, ours and transformers' names for them, in the order a block runs them.
@@ -281,8 +302,18 @@ def main() -> None:
     parser.add_argument(
         "--locate", action="store_true", help="find the first sublayer where the two forwards differ (first length)"
     )
+    parser.add_argument(
+        "--shared-heads-in-place",
+        action="store_true",
+        help="hand torch's fused attention the shared key/value heads in place on every device, as before "
+        "2026-11-28 (on CUDA it then falls back to its plain kernel): the other side of an A/B",
+    )
     parser.add_argument("--measure-cpu-peak", type=int, metavar="TOKENS", help=argparse.SUPPRESS)  # the subprocess
     arguments = parser.parse_args()
+    if arguments.shared_heads_in_place:
+        import anatomy.attention
+
+        anatomy.attention.fused_kernel_reads_shared_heads = lambda device: True
     torch.set_num_threads(arguments.threads)
     device = torch.device(arguments.device)
     ours = load_ours(gguf_path(arguments.gguf), device)

@@ -3,7 +3,7 @@ and reads a chat laid out by its template."""
 
 import streamlit as st
 
-from anatomy.attention import AttentionEdit
+from anatomy.attention import AttentionEdit, one_head_weights
 from anatomy.blocks import DecoderLayer
 from anatomy.cache import LayerCache
 from anatomy.feedforward import FeedForward
@@ -34,7 +34,9 @@ widgets.show_source(
     filtered_scores,
     writing.write,
     generation_steps,
+    decoder_attention.max_tokens,
     decoder_attention.layer_attention,
+    one_head_weights,
     pooling.average_pool,
     heads.importance,
     heads.diagonal_score,

@@ -57,6 +57,18 @@ def hf_bert(embedded):
 
 
 @pytest.fixture
+def cpu_token_cap(monkeypatch):
+    """The decoder lessons' cap on a CPU, 512 tokens, whatever device runs the tests: on a CUDA GPU they read all of
+    SmolLM2's 8,192 positions (the rule itself: tests/lessons/common/test_decoder_attention.py)."""
+    from lessons.common import decoder_attention
+
+    on_a_cpu = decoder_attention.token_limit_on
+    monkeypatch.setattr(
+        decoder_attention, "token_limit_on", lambda device, positions: on_a_cpu(torch.device("cpu"), positions)
+    )
+
+
+@pytest.fixture
 def one_thread():
     """Torch on one CPU thread for the duration of a test. The models trained here are so small that a second
     thread gains little, and on a busy machine every op can stall while it waits for a descheduled partner

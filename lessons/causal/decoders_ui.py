@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from torch import Tensor
 
+from anatomy.attention import AttentionTrace
 from anatomy.models import DecoderOnlyLM
 from anatomy.training.recipes import RECIPES
 from anatomy.training.tasks import SortingTask
 from lessons.causal import decoding, links, text
 from lessons.causal import decoding_figures as figures
 from lessons.common import hosting, matrix_figures, next_token_figures, windows
-from lessons.common.decoder_attention import MAX_TOKENS
+from lessons.common.decoder_attention import max_tokens
 from lessons.common.safe_text import escape_markdown, visible
 from lessons.common.ui import linked, loaders, widgets
 
@@ -341,31 +341,33 @@ def _continuation(reference: str, text: str, token_cap: int) -> decoding.TextCon
     return decoding.read_text(pretrained.model_as(DecoderOnlyLM), pretrained.tokenizer, text, token_cap)
 
 
-# One layer's weights per entry: at 512 tokens, GPT-2 small's 12 heads × 512² floats, 12.6 MB; SmolLM2's 9, 9.4 MB.
+# One layer's queries and keys per entry, on the model's device (any head's map is derived from them when shown):
+# at 512 tokens, GPT-2 small's 1.6 MB; SmolLM2's 1.6 MB there and 25 MB at 8,192 tokens.
 @st.cache_resource(max_entries=4, show_spinner="Reading the layer's attention…")
-def _layer_weights(reference: str, text: str, token_cap: int, layer: int) -> Tensor:
+def _layer_attention(reference: str, text: str, token_cap: int, layer: int) -> AttentionTrace:
     pretrained = loaders.get_model(reference)
     run = _continuation(reference, text, token_cap)
     return decoding.text_attention(pretrained.model_as(DecoderOnlyLM), run, layer)
 
 
-def _token_cap() -> int:
-    """How many tokens the sidebar's language model reads: at most the hosting cap, and at most as many as
-    lesson 9 lets SmolLM2 read (a page on two CPU cores answers in seconds up to there)."""
-    return hosting.current().token_limit(MAX_TOKENS)
+def _token_cap(context) -> int:
+    """How many tokens the sidebar's language model reads: as many as lesson 9 lets SmolLM2 read on this device
+    (all its positions on a CUDA GPU, 512 elsewhere, where a page answers in seconds up to there), at most the
+    hosting cap."""
+    return hosting.current().token_limit(max_tokens(context.pretrained.model_as(DecoderOnlyLM)))
 
 
 def language_model_run(context) -> decoding.TextContinuation:
     """The sidebar's text through the sidebar's language model (cut at its positions and the token caps)."""
     return loaders.unless_out_of_memory(
-        lambda: _continuation(context.reference, context.text, _token_cap()), len(context.text)
+        lambda: _continuation(context.reference, context.text, _token_cap(context)), len(context.text)
     )
 
 
-def language_model_layer(context, layer: int) -> Tensor:
-    """(H, T, T) one layer's attention over the sidebar's text, computed when a page first shows it."""
+def language_model_layer(context, layer: int) -> AttentionTrace:
+    """One layer's attention over the sidebar's text, computed when a page first shows it."""
     return loaders.unless_out_of_memory(
-        lambda: _layer_weights(context.reference, context.text, _token_cap(), layer), len(context.text)
+        lambda: _layer_attention(context.reference, context.text, _token_cap(context), layer), len(context.text)
     )
 
 
@@ -386,14 +388,14 @@ def show_language_model_tokens(context, run: decoding.TextContinuation) -> None:
 def show_language_model_head(context, run: decoding.TextContinuation, layer: int, head: int, window_start: int) -> None:
     """One head's real causal attention, in a window of the text when it is long."""
     tokens = run.tokenized.tokens
-    weights = language_model_layer(context, layer)[head]
+    weights = language_model_layer(context, layer).head_weights(head)[0]  # (T, T) on the model's device
     window = windows.focus_window(len(tokens), window_start)
     inputs = (context.reference, context.text, layer, head, window.start)
     widgets.show_figure(
         "cm_lm_head",
         inputs,
         lambda: matrix_figures.weights_figure(
-            windows.crop(weights, window, window),
+            windows.crop(weights, window, window).cpu(),
             [tokens[i] for i in window],
             f"Layer {layer}, head {head}: the model's own causal attention",
             window,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from anatomy.attention import AttentionTrace
 from anatomy.devices import float64_on_the_cpu
 from anatomy.generation import Step, generation_steps
 from anatomy.models import DecoderOnlyLM
@@ -289,6 +290,7 @@ def read_text(model: DecoderOnlyLM, tokenizer, text: str, max_tokens: int | None
     return TextContinuation(tokenized, float64_on_the_cpu(output.logits[0, -1]).softmax(dim=-1))
 
 
-def text_attention(model: DecoderOnlyLM, run: TextContinuation, layer: int) -> Tensor:
-    """(H, T, T) every head's attention weights in one layer of the model that read `run`, on the CPU."""
+def text_attention(model: DecoderOnlyLM, run: TextContinuation, layer: int) -> AttentionTrace:
+    """One layer's attention in the model that read `run`, on its device: any head's (1, T, T) weights on demand
+    (`head_weights`)."""
     return layer_attention(model, run.tokenized.input_ids, layer)

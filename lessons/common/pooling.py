@@ -35,6 +35,10 @@ class PooledMap:
         start, stop = self.row_bins[0]
         return stop - start
 
+    def on_cpu(self) -> PooledMap:
+        """The same map with its values on the CPU, for a figure (pooling runs where the full map was made)."""
+        return PooledMap(self.values.cpu(), self.row_bins, self.column_bins)
+
     @property
     def pooled(self) -> bool:
         """True when blocks hold more than one token (the map is not the full map)."""

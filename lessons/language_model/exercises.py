@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
+from anatomy.attention import AttentionTrace
 from lessons.common import attention_sinks
 from lessons.common.exercises import Exercise, Offer, options_around
 from lessons.common.llm import readable
@@ -33,7 +34,7 @@ class PageRuns:
     """The page's cached runs of SmolLM2 on the current text; an exercise calls only the one it needs."""
 
     candidates: Callable[[], Candidates]  # the most probable next tokens, best first
-    attention: Callable[[int], Tensor]  # layer -> (H, T, T) that layer's attention maps
+    attention: Callable[[int], AttentionTrace]  # layer -> that layer's attention (any head's map on demand)
     lens: Callable[[], logit_lens.LogitLens]  # the logit lens at the text's last positions
     induction: Callable[[], heads.InductionTest]  # random tokens repeated twice (the same for every text)
     sinks: Callable[[], Tensor]  # (L, H) every head's first-token importance on the text (the sinks tab's scan)
@@ -102,10 +103,10 @@ def first_token_share(chat: ChatModel, tokens: ModelTokens | None, runs: PageRun
     """The share of its attention the average query of one head gives the first token of the text."""
     if tokens is None or len(tokens) < 2:
         return None
-    maps = runs.attention(SINK_LAYER)  # (H, T, T)
-    share = reading.first_token_share(maps, SINK_HEAD)
+    head_map = runs.attention(SINK_LAYER).head_weights(SINK_HEAD)[0]  # (T, T) on the model's device
+    share = reading.first_token_share(head_map)
     even = reading.even_first_token_share(len(tokens))
-    weights = maps[SINK_HEAD, 1:, 0]  # (T − 1,) what each query after the first gives the first token
+    weights = head_map[1:, 0]  # (T − 1,) what each query after the first gives the first token
     most, least = int(weights.argmax()) + 1, int(weights.argmin()) + 1
     first = code_span(tokens.pieces[0])
     window = focus_window(len(tokens), 0)
@@ -129,7 +130,7 @@ def first_token_share(chat: ChatModel, tokens: ModelTokens | None, runs: PageRun
             "not need."
         ),
         figure=lambda: figures.first_token_figure(
-            crop(maps[SINK_HEAD], window, window),
+            crop(head_map, window, window).cpu(),
             [tokens.pieces[position] for position in window],
             window,
             f"Layer {SINK_LAYER}, head {SINK_HEAD}: the first token's column, framed, averages {share:.2f}"

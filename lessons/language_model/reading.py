@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from anatomy.models import DecoderOnlyLM
-from lessons.common.decoder_attention import MAX_TOKENS, as_batch
+from lessons.common.decoder_attention import as_batch
 from lessons.common.llm.readable import ModelTokens, text_tokens
 from lessons.common.llm.smollm2 import ChatModel
 
@@ -23,7 +23,7 @@ def decoder_of(chat: ChatModel) -> DecoderOnlyLM:
     return chat.loaded.model_as(DecoderOnlyLM)
 
 
-def chat_tokens(chat: ChatModel, message: str, max_tokens: int = MAX_TOKENS) -> tuple[str, ModelTokens]:
+def chat_tokens(chat: ChatModel, message: str, max_tokens: int | None = None) -> tuple[str, ModelTokens]:
     """One user message through the chat template: the prompt text, and the very tokens the model reads."""
     prompt = chat.chat_prompt([{"role": "user", "content": message}])
     return prompt, text_tokens(chat, prompt, max_tokens)
@@ -55,10 +55,10 @@ def top_candidates(probabilities: Tensor, k: int) -> Candidates:
 # --- One layer's attention -------------------------------------------------------------------------------
 
 
-def first_token_share(maps: Tensor, head: int) -> float:
-    """The weight the first token receives in one head's (H, T, T) maps, averaged over the queries after the
-    first (the first query has only itself to attend to, so it gives the first token 1 whatever the head)."""
-    return float(maps[head, 1:, 0].double().mean())
+def first_token_share(weights: Tensor) -> float:
+    """The weight the first token receives in one head's (T, T) map, averaged over the queries after the first
+    (the first query has only itself to attend to, so it gives the first token 1 whatever the head)."""
+    return float(weights[1:, 0].double().mean())
 
 
 def even_first_token_share(num_tokens: int) -> float:

@@ -11,7 +11,6 @@ GPT: the logit lens" (2020).
 from __future__ import annotations
 
 from lessons.common.attention_sinks import SINK_THRESHOLD
-from lessons.common.decoder_attention import MAX_TOKENS
 from lessons.common.llm.readable import SHOWN_SPACE, readable_piece
 from lessons.language_model.heads import COPY_LENGTH, RANDOM_TOKENS
 from lessons.language_model.logit_lens import POSITIONS
@@ -111,7 +110,7 @@ with layer 18 on a sentence of twenty words.
 
 def whole_map_caption(num_tokens: int, block: int, window: range) -> str:
     return (
-        f"The whole map of {num_tokens} tokens, shrunk to fit: each cell is the mean weight inside a block of "
+        f"The whole map of {num_tokens:,} tokens, shrunk to fit: each cell is the mean weight inside a block of "
         f"{block} queries × {block} keys. The frame is the window below, positions {window.start}–"
         f"{window.stop - 1}, drawn there at full resolution, one token per cell. Move it to any place that "
         "stands out here."
@@ -181,10 +180,14 @@ EMPTY_TEXT = "Type a text in the sidebar's **Text to study** box to see how Smol
 EMPTY_MESSAGE = "Type a message to see it laid out by the chat template."
 
 
-def cut_notice(untruncated: int, kept: int) -> str:
+def cut_notice(untruncated: int, kept: int, positions: int) -> str:
+    """Why a long text was cut: the model's own limit (`positions`), or this server's lower one."""
+    if kept >= positions:
+        return f"The text makes {untruncated:,} tokens; SmolLM2 reads at most {positions:,}, the first of them."
     return (
-        f"The text makes {untruncated:,} tokens; this page reads the first {kept} (SmolLM2 could read 8,192, "
-        f"but on this server {MAX_TOKENS} already take a few seconds)."
+        f"The text makes {untruncated:,} tokens; this page reads the first {kept:,}. SmolLM2 could read "
+        f"{positions:,}, but this server stops at {kept:,} so that every view answers in seconds (on a CUDA GPU "
+        "the lessons read all the model can, unless the host sets a lower cap)."
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from anatomy.attention import AttentionTrace
 from anatomy.generation import Sampling
 from lessons.common import attention_sinks, decoder_attention, hosting, pooling, safe_text
 from lessons.common.labels import token_label
@@ -23,7 +24,7 @@ from lessons.language_model import exercises, figures, heads, links, logit_lens,
 
 CACHED_TEXTS = 16  # token lists are small: a class trying texts one after another
 CACHED_RUNS = 8  # candidates and written steps: a few kB each
-CACHED_LAYERS = 4  # one layer's maps: 9 × 512 × 512 floats, 9.4 MB at the cap
+CACHED_LAYERS = 4  # one layer's queries and keys, on the model's device: 1.6 MB at 512 tokens, 25 MB at 8,192
 MOST_CANDIDATES = 20
 DEFAULT_CANDIDATES = 10
 DEFAULT_NEW_TOKENS = 20
@@ -33,8 +34,13 @@ MODES = {"greedy": "Greedy", "sampled": "Sampled"}
 
 
 def token_cap() -> int:
-    """Tokens a text is cut to: the lesson's cap, or the host's if lower."""
-    return hosting.current().token_limit(decoder_attention.MAX_TOKENS)
+    """Tokens a text is cut to: what the lesson reads on this device (all 8,192 on a CUDA GPU, 512 elsewhere), or
+    the host's cap if lower."""
+    return hosting.current().token_limit(decoder_attention.max_tokens(reading.decoder_of(model())))
+
+
+def cut_notice(tokens: ModelTokens) -> str:
+    return text.cut_notice(tokens.untruncated_length, len(tokens), reading.decoder_of(model()).config.max_positions)
 
 
 def model() -> ChatModel:
@@ -79,21 +85,21 @@ def steps_after(
 
 
 @st.cache_resource(max_entries=CACHED_LAYERS, show_spinner="Running SmolLM2, keeping one layer's attention…")
-def attention_of(study_text: str, cap: int, layer: int):
+def attention_of(study_text: str, cap: int, layer: int) -> AttentionTrace:
     ids = tokens_of(study_text, cap).ids
     with loaders.FORWARD_GATE:
         return decoder_attention.layer_attention(reading.decoder_of(model()), ids, layer)
 
 
 @st.cache_resource(max_entries=CACHED_TEXTS, show_spinner=False)
-def chat_of(message: str) -> tuple[str, ModelTokens]:
-    return reading.chat_tokens(model(), message, decoder_attention.MAX_TOKENS)
+def chat_of(message: str, cap: int) -> tuple[str, ModelTokens]:
+    return reading.chat_tokens(model(), message, cap)
 
 
 @st.cache_resource(max_entries=CACHED_RUNS, show_spinner="SmolLM2 is answering…")
-def reply_to(message: str) -> tuple[writing.Step, ...]:
+def reply_to(message: str, cap: int) -> tuple[writing.Step, ...]:
     chat = model()
-    ids = chat_of(message)[1].ids
+    ids = chat_of(message, cap)[1].ids
     with loaders.FORWARD_GATE:
         return writing.write(reading.decoder_of(chat), ids, writing.MAX_NEW_TOKENS, stop_token_ids=chat.stop_token_ids)
 
@@ -206,8 +212,8 @@ def show_tokens(chat: ChatModel, study_text: str) -> ModelTokens | None:
         st.info(text.EMPTY_TEXT, icon=":material/edit_note:")
         return None
     if tokens.truncated:
-        st.warning(text.cut_notice(tokens.untruncated_length, len(tokens)), icon=":material/content_cut:")
-    st.caption(f"{len(tokens)} tokens, positions counted from 0.")
+        st.warning(cut_notice(tokens), icon=":material/content_cut:")
+    st.caption(f"{len(tokens):,} tokens, positions counted from 0.")
     st.dataframe(tokens_table(tokens), key="lm_tokens_table", height=min(38 + 35 * len(tokens), 300))
     return tokens
 
@@ -337,9 +343,10 @@ def show_attention(chat: ChatModel, tokens: ModelTokens, study_text: str) -> Non
             f"{FOCUS_WINDOW} keys.",
         )
     window = focus_window(len(tokens), start)
-    maps = loaders.unless_out_of_memory(lambda: attention_of(study_text, token_cap(), layer), len(study_text))
+    layer_trace = loaders.unless_out_of_memory(lambda: attention_of(study_text, token_cap(), layer), len(study_text))
+    head_map = layer_trace.head_weights(head)[0]  # (T, T) on the model's device: 268 MB at 8,192 tokens, let go
     if whole_map is not None:
-        whole = pooling.average_pool(maps[head])
+        whole = pooling.average_pool(head_map).on_cpu()  # pooled where it was computed: 64 × 64 cross over
         with whole_map:
             widgets.show_figure(
                 "lm_attention_whole",
@@ -347,7 +354,7 @@ def show_attention(chat: ChatModel, tokens: ModelTokens, study_text: str) -> Non
                 lambda: figures.whole_map_figure(whole, window, f"Layer {layer}, head {head}: the whole text"),
             )
             st.caption(text.whole_map_caption(len(tokens), whole.row_block, window))
-    weights = crop(maps[head], window, window)
+    weights = crop(head_map, window, window).cpu()
     st.caption(text.head_group(head, config.num_heads, config.num_kv_heads))
     if len(window) < len(tokens):
         st.caption(
@@ -534,19 +541,19 @@ def show_chat(chat: ChatModel) -> None:
     if not message.strip():
         st.info(text.EMPTY_MESSAGE, icon=":material/edit_note:")
         return
-    prompt, tokens = chat_of(message)
+    prompt, tokens = chat_of(message, token_cap())
     widgets.show_literal(
         with_line_breaks_marked(prompt),
         f"The text the model reads, laid out by the chat template ({readable.SHOWN_NEWLINE} marks each line break, "
         "as in the tables)",
     )
     if tokens.truncated:
-        st.warning(text.cut_notice(tokens.untruncated_length, len(tokens)), icon=":material/content_cut:")
+        st.warning(cut_notice(tokens), icon=":material/content_cut:")
     st.caption(f"The same text as {len(tokens)} tokens; the {sum(tokens.special)} special tokens are highlighted.")
     table = tokens_table(tokens)
     st.dataframe(special_rows_marked(table), key="lm_chat_tokens", height=300)
     if linked.toggle("Let SmolLM2 answer (greedy, up to 40 tokens)", links.REPLY):
-        steps = reply_to(message)
+        steps = reply_to(message, token_cap())
         ids = writing.written_ids(steps)
         answer = chat.tokenizer.decode(ids, skip_special_tokens=True)
         widgets.show_literal(answer, "SmolLM2's answer")

@@ -16,9 +16,10 @@ from torch import Tensor
 
 from anatomy.checkpoints.pretrained import ModelLoadError
 from anatomy.config import SMOLLM2_135M
+from anatomy.models import DecoderOnlyLM
 from anatomy.positional import sinusoidal_positional_encoding
 from lessons.common import hosting
-from lessons.common.decoder_attention import MAX_TOKENS
+from lessons.common.decoder_attention import max_tokens
 from lessons.common.labels import token_label
 from lessons.common.llm import readable
 from lessons.common.plots import safe_label
@@ -432,23 +433,30 @@ def rotary_frequency_figure(head_width: int, theta: float, width: int, base: flo
     )
 
 
-# At most two texts' layer inputs: 35 MB each at 512 tokens (MAX_TOKENS), far less for a sentence.
+# At most two texts' layer inputs, on the model's device: 35 MB each at 512 tokens (the cap on a CPU), far less
+# for a sentence, 566 MB at 8,192 (a CUDA GPU's cap).
 @st.cache_resource(max_entries=2, show_spinner="Running SmolLM2 on your text…")
-def rotary_layer_inputs(study_text: str) -> tuple[tuple[Tensor, ...], tuple[str, ...]]:
-    """What each of SmolLM2's layers reads of the text (its first MAX_TOKENS tokens), with the tokens' readable
+def rotary_layer_inputs(study_text: str, cap: int) -> tuple[tuple[Tensor, ...], tuple[str, ...]]:
+    """What each of SmolLM2's layers reads of the text (its first `cap` tokens), with the tokens' readable
     pieces: one forward pass per text, shared by every session and every layer."""
     chat = loaders.get_chat_model()
-    tokens = readable.text_tokens(chat, study_text, MAX_TOKENS)
+    tokens = readable.text_tokens(chat, study_text, cap)
     model = chat.loaded.model
     ids = torch.tensor([tokens.ids], device=next(model.parameters()).device)
     return rotary.layer_inputs(model, ids), tokens.pieces
 
 
+def rotary_token_cap() -> int:
+    """Tokens of the text SmolLM2 reads here: as in lesson 9 (all 8,192 on a CUDA GPU, 512 elsewhere), at most the
+    host's cap."""
+    return hosting.current().token_limit(max_tokens(loaders.get_chat_model().loaded.model_as(DecoderOnlyLM)))
+
+
 @st.cache_resource(max_entries=16, show_spinner=False)
-def rotary_study(study_text: str, layer: int) -> tuple[rotary.QueriesAndKeys, tuple[str, ...]]:
+def rotary_study(study_text: str, cap: int, layer: int) -> tuple[rotary.QueriesAndKeys, tuple[str, ...]]:
     """One layer's unrotated queries and keys of the text, with the tokens' readable pieces: another layer of
     the same text projects that layer's input alone, without running the model again."""
-    inputs, pieces = rotary_layer_inputs(study_text)
+    inputs, pieces = rotary_layer_inputs(study_text, cap)
     return rotary.queries_and_keys(loaders.get_chat_model().loaded.model, inputs[layer], layer), pieces
 
 
@@ -475,7 +483,7 @@ def show_rotary(encoding: Encoding) -> None:
     layer = linked.slider("SmolLM2's layer", links.ROPE_LAYER, 0, config.num_layers - 1, 3, container=layer_column)
     head = linked.slider("Query head", links.ROPE_HEAD, 0, config.num_heads - 1, 0, container=head_column)
     try:
-        found, pieces = rotary_study(encoding.text, layer)
+        found, pieces = rotary_study(encoding.text, rotary_token_cap(), layer)
     except ModelLoadError as problem:
         st.error(text.ROTARY_LOAD_FAILED.format(problem=problem), icon=":material/error:")
         return

@@ -331,6 +331,24 @@ def test_an_unpadded_decoder_tells_torch_its_mask_is_causal_and_reads_the_shared
         assert call["key_heads"] == 2  # the two shared heads, not six copies
 
 
+@pytest.mark.parametrize(("device", "in_place"), [("cpu", True), ("mps", True), ("cuda", False), ("cuda:1", False)])
+def test_shared_heads_are_read_in_place_except_on_cuda_where_no_fused_kernel_takes_them(device, in_place):
+    assert anatomy.attention.fused_kernel_reads_shared_heads(torch.device(device)) is in_place
+
+
+def test_where_shared_heads_cannot_be_read_in_place_the_kernel_gets_copies_and_the_same_output(monkeypatch):
+    model = small_llama()
+    ids = torch.randint(0, 40, (2, 9), generator=torch.Generator().manual_seed(0))
+    in_place = model(ids).logits
+    monkeypatch.setattr(anatomy.attention, "fused_kernel_reads_shared_heads", lambda device: False)  # as on CUDA
+    calls = recorded_fused_calls(monkeypatch)
+    copied = model(ids).logits
+    assert len(calls) == 2
+    for call in calls:
+        assert call["key_heads"] == 6 and not call["enable_gqa"] and call["is_causal"]  # six copies of two heads
+    assert torch.equal(copied, in_place)
+
+
 def test_a_padded_batch_keeps_the_explicit_mask_and_its_real_tokens_see_no_padding(monkeypatch):
     model = small_llama()
     input_ids = torch.randint(0, 40, (2, 9), generator=torch.Generator().manual_seed(0))
@@ -366,3 +384,17 @@ def test_a_traced_forward_weighs_one_head_at_a_time_and_its_trace_derives_those_
     assert torch.equal(
         trace.head_outputs, torch.cat([w @ v for w, v in zip(forward_weights, trace.value.split(1, 1))], 1)
     )
+
+
+def test_one_head_derived_alone_is_that_heads_slice_of_every_heads_weights_bit_for_bit():
+    """What a page shows of one head of a long text (its map alone, a ninth of the memory) is the forward's."""
+    torch.manual_seed(0)
+    grouped = MultiHeadAttention(576, 9, num_kv_heads=3, bias=False).eval()
+    hidden = torch.randn(1, 40, 576, generator=torch.Generator().manual_seed(2))
+    _, trace = grouped(hidden, causal=True, trace=True)
+    every_head = trace.weights  # (1, 9, 40, 40)
+    for head in range(9):
+        alone = trace.head_weights(head)  # (1, 40, 40)
+        assert alone.shape == (1, 40, 40)
+        assert torch.equal(alone, every_head[:, head])
+    assert torch.count_nonzero(trace.head_weights(4)[0].triu(1)) == 0  # the causal mask came along

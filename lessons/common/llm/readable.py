@@ -11,7 +11,6 @@ import codecs
 from dataclasses import dataclass
 from functools import cache
 
-from lessons.common.decoder_attention import MAX_TOKENS
 from lessons.common.llm.smollm2 import ChatModel
 
 SHOWN_SPACE, SHOWN_NEWLINE, SHOWN_TAB = "·", "↵", "⇥"  # as the tokenization lesson draws them
@@ -72,7 +71,7 @@ class ModelTokens:
     ids: tuple[int, ...]
     pieces: tuple[str, ...]
     special: tuple[bool, ...]  # a control token (<|im_start|>, <|im_end|>): a marker, not text
-    untruncated_length: int  # tokens the whole text makes, before the cut at MAX_TOKENS
+    untruncated_length: int  # tokens the whole text makes, before any cut
 
     @property
     def truncated(self) -> bool:
@@ -82,10 +81,10 @@ class ModelTokens:
         return len(self.ids)
 
 
-def read_tokens(chat: ChatModel, ids: list[int], max_tokens: int = MAX_TOKENS) -> ModelTokens:
-    """Ids (cut to the first max_tokens) with their readable pieces."""
+def read_tokens(chat: ChatModel, ids: list[int], max_tokens: int | None = None) -> ModelTokens:
+    """Ids (cut to the first max_tokens, when given) with their readable pieces."""
     special_ids = {index for index, token in chat.tokenizer.get_added_tokens_decoder().items() if token.special}
-    kept = ids[:max_tokens]
+    kept = ids if max_tokens is None else ids[:max_tokens]
     return ModelTokens(
         ids=tuple(kept),
         pieces=tuple(piece_of(chat, index) for index in kept),
@@ -94,6 +93,6 @@ def read_tokens(chat: ChatModel, ids: list[int], max_tokens: int = MAX_TOKENS) -
     )
 
 
-def text_tokens(chat: ChatModel, text: str, max_tokens: int = MAX_TOKENS) -> ModelTokens:
+def text_tokens(chat: ChatModel, text: str, max_tokens: int | None = None) -> ModelTokens:
     """The text as the model's tokens. Special tokens typed into the text count as special, as in llama.cpp."""
     return read_tokens(chat, chat.encode(text), max_tokens)

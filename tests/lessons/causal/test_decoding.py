@@ -251,7 +251,7 @@ def test_read_text_attends_and_predicts_exactly_like_gpt2_lm_head_model(tiny_gpt
     expected = reference_gpt2(input_ids, output_attentions=True)
     num_tokens = len(run.tokenized)
     for layer, weights in enumerate(expected.attentions):
-        ours = decoding.text_attention(tiny_gpt2.model, run, layer)
+        ours = decoding.text_attention(tiny_gpt2.model, run, layer).weights[0]  # (H, T, T)
         assert ours.shape == (2, num_tokens, num_tokens)
         assert (ours - weights[0]).abs().max() <= TOLERANCE
         assert torch.all(decoding.weight_above_diagonal(ours) == 0.0)
@@ -270,7 +270,7 @@ def test_read_text_cuts_a_long_text_at_the_models_positions(tiny_gpt2):
     assert len(run.tokenized) == GPT2_POSITIONS and run.tokenized.truncated
     assert run.tokenized.untruncated_length > GPT2_POSITIONS
     capped = decoding.read_text(tiny_gpt2.model, tiny_gpt2.tokenizer, GPT2_TEXT * 10, max_tokens=12)
-    assert len(capped.tokenized) == 12 and decoding.text_attention(tiny_gpt2.model, capped, 0).shape[-1] == 12
+    assert len(capped.tokenized) == 12 and decoding.text_attention(tiny_gpt2.model, capped, 0).weights.shape[-1] == 12
 
 
 def test_read_text_refuses_a_text_that_makes_no_tokens(tiny_gpt2):

@@ -451,7 +451,9 @@ def test_smollm2_named_in_the_sidebar_shows_its_tokens_heads_and_next_tokens_as_
     ids = chat.encode(text)
     assert frame(app, "stands for")["id"].tolist() == ids
     shown = numbers(chart(app, "cm_lm_head")["data"][0]["z"])
-    expected = decoder_attention.layer_attention(reading.decoder_of(chat), tuple(ids), 5)[2].numpy()
+    expected = (
+        decoder_attention.layer_attention(reading.decoder_of(chat), tuple(ids), 5).head_weights(2)[0].cpu().numpy()
+    )
     assert np.abs(shown - expected).max() <= 1e-6 and (shown[np.triu_indices(len(ids), 1)] == 0.0).all()
     probabilities = reading.next_token_probabilities(reading.decoder_of(chat), tuple(ids))
     best = frame(app, "probability")
@@ -462,7 +464,7 @@ def test_smollm2_named_in_the_sidebar_shows_its_tokens_heads_and_next_tokens_as_
     assert loaders.get_model("smollm2-135m-instruct") is shared  # any spelling: one model per server
 
 
-def test_smollm2_in_the_sidebar_reads_at_most_512_tokens_of_a_long_text():
+def test_smollm2_in_the_sidebar_reads_at_most_512_tokens_of_a_long_text(cpu_token_cap):
     app = open_tab(REAL_HEAD, text="word " * 2000, query={"model": "SmolLM2-135M-Instruct"})
     assert_clean(app)
     assert len(frame(app, "stands for")) == 512

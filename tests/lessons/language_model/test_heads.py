@@ -9,7 +9,7 @@ import torch
 
 from anatomy.attention import AttentionEdit
 from lessons.common import attention_sinks
-from lessons.common.decoder_attention import each_layer_attention, layer_attention
+from lessons.common.decoder_attention import as_batch, each_layer_attention, layer_attention
 from lessons.common.llm import readable
 from lessons.language_model import heads, reading
 
@@ -107,7 +107,7 @@ def test_each_layers_maps_in_a_scan_are_the_forwards_own(chat):
     assert len(scanned) == model.config.num_layers
     # layer_attention runs the blocks below untraced (torch's fused kernel), the scan traced: rounding apart.
     for layer in (0, 13, 29):
-        torch.testing.assert_close(scanned[layer], layer_attention(model, ids, layer), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(scanned[layer], layer_attention(model, ids, layer).weights[0], rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.slow
@@ -149,7 +149,7 @@ def test_random_tokens_are_the_same_for_a_seed_and_never_special(chat):
 def test_token_losses_average_to_the_models_cross_entropy_on_the_text(chat):
     model = reading.decoder_of(chat)
     ids = readable.text_tokens(chat, "The capital of France is Paris.").ids
-    logits = model(torch.tensor([ids])).logits[0]
+    logits = model(as_batch(ids, model)).logits[0]
     by_hand = [-float(logits[position].log_softmax(-1)[ids[position + 1]]) for position in range(len(ids) - 1)]
     assert heads.token_losses(model, ids).tolist() == pytest.approx(by_hand, abs=1e-4)
 

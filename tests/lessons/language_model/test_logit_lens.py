@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from lessons.common.decoder_attention import as_batch
 from lessons.common.llm import readable
 from lessons.language_model import logit_lens, reading
 
@@ -16,17 +17,17 @@ def test_the_lens_at_the_last_layer_is_the_models_own_guess_with_no_divergence(c
     ids = readable.text_tokens(chat, CAPITAL).ids
     lens = logit_lens.logit_lens(model, ids)
     assert lens.divergence[-1].tolist() == [0.0] * len(ids)
-    own = model(torch.tensor([ids])).logits[0].float().softmax(-1).topk(3)
-    assert torch.equal(lens.top_ids[-1], own.indices)
-    torch.testing.assert_close(lens.top_probabilities[-1], own.values.double(), rtol=1e-5, atol=1e-6)
+    own = model(as_batch(ids, model)).logits[0].float().softmax(-1).topk(3)
+    assert torch.equal(lens.top_ids[-1], own.indices.cpu())
+    torch.testing.assert_close(lens.top_probabilities[-1], own.values.double().cpu(), rtol=1e-5, atol=1e-6)
 
 
 def test_each_depths_divergence_equals_the_sum_over_the_vocabulary_written_out(chat):
     model = reading.decoder_of(chat)
     ids = readable.text_tokens(chat, CAPITAL).ids
     lens = logit_lens.logit_lens(model, ids, positions=range(2, 4))
-    states = model(torch.tensor([ids])).hidden_states
-    final = model(torch.tensor([ids])).logits[0].double().softmax(-1)
+    states = model(as_batch(ids, model)).hidden_states
+    final = model(as_batch(ids, model)).logits[0].double().softmax(-1)
     table = model.embeddings.token.weight.double()  # SmolLM2's output matrix is its embedding table
     for depth in (0, 7, 30):
         for column, position in enumerate((2, 3)):

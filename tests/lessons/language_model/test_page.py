@@ -65,10 +65,10 @@ def test_the_top_k_next_tokens_are_the_models_own_probabilities(chat):
     expected = probabilities.topk(5)
     table = table_with(app, "probability")
     assert table["id"].tolist() == expected.indices.tolist()
-    assert np.allclose(table["probability"].to_numpy(), expected.values.double().numpy(), atol=1e-6)
+    assert np.allclose(table["probability"].to_numpy(), expected.values.double().cpu().numpy(), atol=1e-6)
     assert table["token"].tolist()[0] == "·Paris" and table["probability"].iloc[0] == pytest.approx(0.773, abs=0.005)
     (bars,) = chart(app, "lm_next")["data"]
-    assert np.allclose(numbers(bars["x"]), expected.values.double().numpy(), atol=1e-6)
+    assert np.allclose(numbers(bars["x"]), expected.values.double().cpu().numpy(), atol=1e-6)
 
 
 def test_greedy_writing_shows_what_generate_writes(chat):
@@ -120,7 +120,11 @@ def test_sampled_writing_with_a_seed_is_the_same_on_every_visit_and_matches_gene
     model, ids = reading.decoder_of(chat), chat.encode(PROMPT)
     sampling = Sampling(temperature=1.2, top_k=40, top_p=0.9)
     expected = generate(
-        model, decoder_attention.as_batch(ids, model), 10, sampling=sampling, generator=torch.Generator().manual_seed(7)
+        model,
+        decoder_attention.as_batch(ids, model),
+        10,
+        sampling=sampling,
+        generator=torch.Generator(device=model.embeddings.token.weight.device).manual_seed(7),
     )
     assert written == expected[0, len(ids) :].tolist()
     other_seed = open_tab(WRITING, **{**query, links.SEED: "8"})
@@ -132,7 +136,7 @@ def test_the_attention_map_is_the_models_trace_for_that_layer_and_head(chat):
     model, ids = reading.decoder_of(chat), chat.encode(PROMPT)
     with torch.no_grad():
         trace = model(decoder_attention.as_batch(ids, model), trace=True).recorded_trace
-    expected = trace.layers[12].attention.weights[0, 4].double().numpy()
+    expected = trace.layers[12].attention.weights[0, 4].double().cpu().numpy()
     (heatmap,) = chart(app, "lm_attention")["data"]
     shown = numbers(heatmap["z"])
     assert np.allclose(shown, expected, atol=1e-3)  # the figure rounds its cells to 3 decimals
@@ -142,8 +146,8 @@ def test_the_attention_map_is_the_models_trace_for_that_layer_and_head(chat):
     assert any("key/value head 1" in caption.value for caption in app.caption)  # heads 3–5 share key head 1
 
 
-def test_a_long_text_is_cut_at_512_tokens_and_its_attention_seen_through_a_window():
-    long_text = " ".join(f"w{index}" for index in range(400))  # 800 tokens: "w" and digits
+def test_a_long_text_is_cut_at_512_tokens_and_its_attention_seen_through_a_window(cpu_token_cap):
+    long_text = " ".join(f"w{index}" for index in range(400))  # 1,490 tokens: "w" and digits
     app = open_tab(ATTENTION, long_text, **{links.WINDOW_START: "100"})
     assert any("reads the first 512" in warning.value for warning in app.warning)
     (heatmap,) = chart(app, "lm_attention")["data"]
@@ -151,12 +155,12 @@ def test_a_long_text_is_cut_at_512_tokens_and_its_attention_seen_through_a_windo
     assert app.query_params[links.WINDOW_START] == "100"
 
 
-def test_a_long_texts_whole_map_is_the_heads_map_averaged_over_blocks_with_the_window_framed(chat):
+def test_a_long_texts_whole_map_is_the_heads_map_averaged_over_blocks_with_the_window_framed(chat, cpu_token_cap):
     long_text = " ".join(f"w{index}" for index in range(400))  # cut at 512 tokens: 64 blocks of 8
     app = open_tab(ATTENTION, long_text, **{links.LAYER: "5", links.HEAD: "2", links.WINDOW_START: "100"})
     assert chart_keys(app) == ["lm_attention_whole", "lm_attention"]
     ids = tuple(chat.encode(long_text)[:512])
-    full = decoder_attention.layer_attention(reading.decoder_of(chat), ids, 5)[2].double().numpy()  # (512, 512)
+    full = decoder_attention.layer_attention(reading.decoder_of(chat), ids, 5).head_weights(2)[0].double().cpu().numpy()
     by_loop = np.array(
         [[full[8 * row : 8 * row + 8, 8 * column : 8 * column + 8].mean() for column in range(64)] for row in range(64)]
     )
@@ -323,3 +327,30 @@ def test_a_link_to_an_earlier_lens_position_reads_the_positions_before_it():
     app = open_tab(links.LOGIT_LENS, long_text, **{links.LENS_END: "9"})
     table = app.dataframe[-1].value  # the lens table, after the tokens table
     assert [column.split(":")[0] for column in table.columns] == [str(position) for position in range(2, 10)]
+
+
+def test_where_the_device_allows_more_tokens_a_long_text_is_read_whole_and_its_map_pooled(chat, monkeypatch):
+    """On a CUDA GPU the lesson reads all 8,192 positions; here the CPU's cap is raised to 1,024 to run the same
+    path: nothing is cut, the whole map is pooled into blocks of 13, the window is cut from the full map."""
+    monkeypatch.setattr(decoder_attention, "CPU_MAX_TOKENS", 1024)
+    long_text = " ".join(f"w{index}" for index in range(230))  # 810 tokens: "w" and digits
+    app = open_tab(ATTENTION, long_text, **{links.LAYER: "5", links.HEAD: "2", links.WINDOW_START: "700"})
+    assert not app.warning  # not cut
+    ids = tuple(chat.encode(long_text))
+    assert len(ids) == 810
+    full = decoder_attention.layer_attention(reading.decoder_of(chat), ids, 5).head_weights(2)[0].double().cpu().numpy()
+    whole = numbers(chart(app, "lm_attention_whole")["data"][0]["z"])
+    edges = [(start, min(start + 13, 810)) for start in range(0, 810, 13)]  # 63 blocks, the last of 4 tokens
+    by_loop = np.array([[full[r0:r1, c0:c1].mean() for c0, c1 in edges] for r0, r1 in edges])
+    assert whole.shape == (63, 63) and np.allclose(whole, by_loop, atol=1e-6)
+    (heatmap,) = chart(app, "lm_attention")["data"]
+    assert heatmap["x"][0].startswith("700: ") and heatmap["x"][-1].startswith("747: ")
+    assert np.abs(numbers(heatmap["z"]) - full[700:748, 700:748]).max() <= 1e-6
+    assert any("The whole map of 810 tokens" in caption.value for caption in app.caption)
+
+
+def test_a_cut_notice_says_whether_the_model_or_this_server_set_the_limit():
+    by_model = text.cut_notice(9000, 8192, 8192)
+    assert "9,000 tokens" in by_model and "at most 8,192" in by_model and "server" not in by_model
+    by_server = text.cut_notice(800, 512, 8192)
+    assert "reads the first 512" in by_server and "could read 8,192" in by_server and "server stops at 512" in by_server

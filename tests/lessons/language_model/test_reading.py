@@ -50,9 +50,11 @@ def test_the_blocks_up_to_one_layer_give_the_fully_traced_models_attention_there
         full = (
             model(decoder_attention.as_batch(ids, model), trace=True).recorded_trace.layers[layer].attention.weights[0]
         )
-    alone = decoder_attention.layer_attention(model, ids, layer)
+    alone = decoder_attention.layer_attention(model, ids, layer).weights[0].cpu()  # (H, T, T)
     assert alone.shape == (9, 5, 5)  # nine query heads, even though only three key heads are computed
-    torch.testing.assert_close(alone, full.float().cpu(), atol=1e-6, rtol=0)
+    # The blocks below run untraced (torch's fused kernel), the full trace's explicitly: 8e-7 apart on the CPU here,
+    # 1.9e-6 at layer 29 on an H200, where the fused kernel is another one.
+    torch.testing.assert_close(alone, full.float().cpu(), atol=5e-6, rtol=0)
     assert torch.allclose(alone.sum(-1), torch.ones(9, 5), atol=1e-5)
     assert (alone.triu(1) == 0).all()
 

@@ -39,7 +39,10 @@ def test_sampled_steps_with_a_seed_write_what_generate_writes_with_that_seed_eve
     model, ids = reading.decoder_of(chat), tuple(chat.encode(PROMPT))
     first = writing.write(model, ids, 12, sampling, seed=3)
     assert writing.written_ids(first) == generated(
-        chat, 12, sampling=sampling, generator=torch.Generator().manual_seed(3)
+        chat,
+        12,
+        sampling=sampling,
+        generator=torch.Generator(device=model.embeddings.token.weight.device).manual_seed(3),
     )
     assert writing.write(model, ids, 12, sampling, seed=3) == first
     assert writing.written_ids(writing.write(model, ids, 12, sampling, seed=4)) != writing.written_ids(first)

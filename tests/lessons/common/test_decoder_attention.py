@@ -1,0 +1,58 @@
+"""How long a text the decoder lessons read, by device; one layer's attention kept as what makes it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from anatomy.config import DecoderConfig
+from anatomy.models import DecoderOnlyLM
+from lessons.common import decoder_attention
+from lessons.common.decoder_attention import CPU_MAX_TOKENS, token_limit_on
+
+
+@pytest.mark.parametrize("device", ["cpu", "mps", "meta"])
+def test_off_a_cuda_gpu_the_lessons_read_at_most_the_cpu_cap(device):
+    assert token_limit_on(torch.device(device), 8192) == CPU_MAX_TOKENS == 512
+    assert token_limit_on(torch.device(device), 128) == 128  # a model with fewer positions reads what it can
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:1"])
+def test_on_a_cuda_gpu_the_lessons_read_every_position_the_model_has(device):
+    assert token_limit_on(torch.device(device), 8192) == 8192
+    assert token_limit_on(torch.device(device), 1024) == 1024
+
+
+def tiny_decoder() -> DecoderOnlyLM:
+    torch.manual_seed(0)
+    config = DecoderConfig(  # SmolLM2's parts (rotary positions, shared key/value heads), small
+        vocab_size=50,
+        max_positions=2048,
+        width=32,
+        num_heads=4,
+        num_kv_heads=2,
+        ff_width=64,
+        num_layers=3,
+        positions="rotary",
+        norm_kind="rms",
+        feed_forward="gated",
+        bias=False,
+    )
+    return DecoderOnlyLM(config).eval()
+
+
+def test_a_model_on_the_cpu_is_read_up_to_the_cpu_cap():
+    assert decoder_attention.max_tokens(tiny_decoder()) == 512
+
+
+def test_one_layers_attention_gives_each_heads_map_as_the_fully_traced_forward_does():
+    model = tiny_decoder()
+    ids = tuple(range(3, 40))
+    with torch.no_grad():
+        traced = model(decoder_attention.as_batch(ids, model), trace=True).recorded_trace
+    for layer in range(3):
+        kept = decoder_attention.layer_attention(model, ids, layer)
+        full = traced.layers[layer].attention.weights[0]  # (H, T, T)
+        for head in range(4):
+            torch.testing.assert_close(kept.head_weights(head)[0], full[head], atol=1e-6, rtol=0)
+        assert kept.query.shape == (1, 4, 37, 8) and kept.shared_key.shape == (1, 2, 37, 8)  # no (T, T) map kept
