@@ -372,7 +372,7 @@ def language_model_layer(context, layer: int) -> AttentionTrace:
 
 
 def show_language_model_tokens(context, run: decoding.TextContinuation) -> None:
-    st.markdown(text.LANGUAGE_MODEL_TEXT)
+    st.markdown(text.LANGUAGE_MODEL_TEXT.format(cap=_token_cap(context)))
     widgets.truncation_notice(run.tokenized)
     tokenizer = context.pretrained.tokenizer
     table = pd.DataFrame(

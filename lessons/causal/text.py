@@ -89,7 +89,7 @@ is worthless when the future has not been written.
 LANGUAGE_MODEL_TEXT = """
 The model in the sidebar is a decoder (GPT-2-style, or Llama-style such as SmolLM2), trained with the causal
 mask, so its heads are causal by construction: each token attends only to itself and to the tokens before it.
-It reads at most 512 tokens here. Its tokenizer is
+It reads at most {cap:,} tokens here. Its tokenizer is
 **byte-level BPE**: the text is taken as bytes, and each of the 256 byte values is written as a printable
 character so that the vocabulary stays readable. The space byte is written **Ġ** (and a newline **Ċ**):
 `Ġflies` is " flies" with its leading space, so most words carry the space in front of them. A character

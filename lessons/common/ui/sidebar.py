@@ -106,7 +106,7 @@ def _settings_or_stop() -> HostingSettings:
 
 def _text_help(settings: HostingSettings) -> str:
     reads = (
-        "Up to 512 tokens are used."
+        "Up to 512 tokens are used (the lessons on decoders read up to 8,192 when the app runs on a CUDA GPU)."
         if settings.max_input_tokens is None
         else f"The model reads up to {settings.max_input_tokens} tokens (fewer if its own limit is lower)."
     )
