@@ -183,7 +183,10 @@ EMPTY_MESSAGE = "Type a message to see it laid out by the chat template."
 def cut_notice(untruncated: int, kept: int, positions: int) -> str:
     """Why a long text was cut: the model's own limit (`positions`), or this server's lower one."""
     if kept >= positions:
-        return f"The text makes {untruncated:,} tokens; SmolLM2 reads at most {positions:,}, the first of them."
+        return (
+            f"The text makes {untruncated:,} tokens; SmolLM2 reads at most {positions:,}, so this page reads the "
+            f"first {kept:,}."
+        )
     return (
         f"The text makes {untruncated:,} tokens; this page reads the first {kept:,}. SmolLM2 could read "
         f"{positions:,}, but this server stops at {kept:,} so that every view answers in seconds (on a CUDA GPU "
