@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
-from anatomy.config import DecoderConfig
 from anatomy.models import DecoderOnlyLM
 from lessons.common import decoder_attention
 from lessons.common.decoder_attention import CPU_MAX_TOKENS, token_limit_on
+from tests.anatomy.test_attention_edits import LLAMA_LIKE
 
 
 @pytest.mark.parametrize("device", ["cpu", "mps", "meta"])
@@ -24,21 +26,9 @@ def test_on_a_cuda_gpu_the_lessons_read_every_position_the_model_has(device):
 
 
 def tiny_decoder() -> DecoderOnlyLM:
+    """SmolLM2's parts (rotary positions, 6 query heads sharing 2 key/value heads), small, with 2,048 positions."""
     torch.manual_seed(0)
-    config = DecoderConfig(  # SmolLM2's parts (rotary positions, shared key/value heads), small
-        vocab_size=50,
-        max_positions=2048,
-        width=32,
-        num_heads=4,
-        num_kv_heads=2,
-        ff_width=64,
-        num_layers=3,
-        positions="rotary",
-        norm_kind="rms",
-        feed_forward="gated",
-        bias=False,
-    )
-    return DecoderOnlyLM(config).eval()
+    return DecoderOnlyLM(replace(LLAMA_LIKE, max_positions=2048)).eval()
 
 
 def test_a_model_on_the_cpu_is_read_up_to_the_cpu_cap():
@@ -53,6 +43,6 @@ def test_one_layers_attention_gives_each_heads_map_as_the_fully_traced_forward_d
     for layer in range(3):
         kept = decoder_attention.layer_attention(model, ids, layer)
         full = traced.layers[layer].attention.weights[0]  # (H, T, T)
-        for head in range(4):
+        for head in range(6):
             torch.testing.assert_close(kept.head_weights(head)[0], full[head], atol=1e-6, rtol=0)
-        assert kept.query.shape == (1, 4, 37, 8) and kept.shared_key.shape == (1, 2, 37, 8)  # no (T, T) map kept
+        assert kept.query.shape == (1, 6, 37, 4) and kept.shared_key.shape == (1, 2, 37, 4)  # no (T, T) map kept
