@@ -16,8 +16,7 @@ from anatomy.training.recipes import RECIPES
 from anatomy.training.tasks import SortingTask
 from lessons.causal import decoding, links, text
 from lessons.causal import decoding_figures as figures
-from lessons.common import hosting, matrix_figures, next_token_figures, windows
-from lessons.common.decoder_attention import max_tokens
+from lessons.common import matrix_figures, next_token_figures, windows
 from lessons.common.safe_text import escape_markdown, visible
 from lessons.common.ui import linked, loaders, widgets
 
@@ -351,10 +350,8 @@ def _layer_attention(reference: str, text: str, token_cap: int, layer: int) -> A
 
 
 def _token_cap(context) -> int:
-    """How many tokens the sidebar's language model reads: as many as lesson 9 lets SmolLM2 read on this device
-    (all its positions on a CUDA GPU, 512 elsewhere, where a page answers in seconds up to there), at most the
-    hosting cap."""
-    return hosting.current().token_limit(max_tokens(context.pretrained.model_as(DecoderOnlyLM)))
+    """How many tokens the sidebar's language model reads here, as lesson 9's SmolLM2 (`loaders.decoder_token_cap`)."""
+    return loaders.decoder_token_cap(context.pretrained.model_as(DecoderOnlyLM))
 
 
 def language_model_run(context) -> decoding.TextContinuation:

@@ -13,7 +13,7 @@ import streamlit as st
 
 from anatomy.attention import AttentionTrace
 from anatomy.generation import Sampling
-from lessons.common import attention_sinks, decoder_attention, hosting, pooling, safe_text
+from lessons.common import attention_sinks, decoder_attention, pooling, safe_text
 from lessons.common.labels import token_label
 from lessons.common.llm import readable
 from lessons.common.llm.readable import ModelTokens
@@ -34,9 +34,8 @@ MODES = {"greedy": "Greedy", "sampled": "Sampled"}
 
 
 def token_cap() -> int:
-    """Tokens a text is cut to: what the lesson reads on this device (all 8,192 on a CUDA GPU, 512 elsewhere), or
-    the host's cap if lower."""
-    return hosting.current().token_limit(decoder_attention.max_tokens(reading.decoder_of(model())))
+    """Tokens a text is cut to with SmolLM2 here (`loaders.decoder_token_cap`)."""
+    return loaders.decoder_token_cap(reading.decoder_of(model()))
 
 
 def cut_notice(tokens: ModelTokens) -> str:

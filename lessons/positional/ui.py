@@ -19,7 +19,6 @@ from anatomy.config import SMOLLM2_135M
 from anatomy.models import DecoderOnlyLM
 from anatomy.positional import sinusoidal_positional_encoding
 from lessons.common import hosting
-from lessons.common.decoder_attention import max_tokens
 from lessons.common.labels import token_label
 from lessons.common.llm import readable
 from lessons.common.plots import safe_label
@@ -447,9 +446,8 @@ def rotary_layer_inputs(study_text: str, cap: int) -> tuple[tuple[Tensor, ...], 
 
 
 def rotary_token_cap() -> int:
-    """Tokens of the text SmolLM2 reads here: as in lesson 9 (all 8,192 on a CUDA GPU, 512 elsewhere), at most the
-    host's cap."""
-    return hosting.current().token_limit(max_tokens(loaders.get_chat_model().loaded.model_as(DecoderOnlyLM)))
+    """Tokens of the text SmolLM2 reads here, as in lesson 9 (`loaders.decoder_token_cap`)."""
+    return loaders.decoder_token_cap(loaders.get_chat_model().loaded.model_as(DecoderOnlyLM))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

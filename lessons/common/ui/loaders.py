@@ -20,8 +20,9 @@ import torch
 
 from anatomy.checkpoints.pretrained import DEFAULT_MODEL_NAME, ModelLoadError, PretrainedModel, load_pretrained
 from anatomy.devices import DeviceUnavailableError, choose_device
+from anatomy.models import DecoderOnlyLM
 from anatomy.training.recipes import RECIPES
-from lessons.common import hosting, memory
+from lessons.common import decoder_attention, hosting, memory
 from lessons.common.llm.smollm2 import ChatModel, as_pretrained, load_chat_model
 from lessons.common.runs import EncoderRun, run_encoder
 from lessons.common.safe_text import escape_markdown
@@ -96,6 +97,12 @@ LANGUAGE_MODEL_OFF = (
     "together. Run the app on your own machine to try it (see the README), or ask the server's operator "
     f"to set {hosting.LANGUAGE_MODEL_VARIABLE}=1."
 )
+
+
+def decoder_token_cap(model: DecoderOnlyLM) -> int:
+    """Tokens of a text the decoder lessons read with this model here: all its positions on a CUDA GPU, 512
+    elsewhere (`decoder_attention.max_tokens`), at most the host's cap."""
+    return hosting.current().token_limit(decoder_attention.max_tokens(model))
 
 
 def chat_model_or_stop() -> ChatModel:
