@@ -4,6 +4,7 @@ served side by side in hosted mode and put under the same room of students in tu
     python benchmarks/server_cpu_ab.py [--base HEAD] [--rounds 3] [--sessions 20] [--duration 40] [--writers 2]
     python benchmarks/server_cpu_ab.py --profile [ROUND]  # also a py-spy profile of each server in that round (1st)
     python benchmarks/server_cpu_ab.py --tree-threads 1  # the working tree served as the hall serves a replica
+    python benchmarks/server_cpu_ab.py --tree-env OMP_WAIT_POLICY=PASSIVE  # the working tree in another environment
 
 The room is the load test's (harness/load.py: websocket students with their own texts, every fifth a trainer),
 plus `--writers` students of lesson 9 (SmolLM2 writing after their own text, and its attention), so both
@@ -157,9 +158,17 @@ def main() -> None:
         help="torch threads of the working tree's server (OMP_NUM_THREADS), as the lecture hall runs its replicas; "
         "the base keeps torch's default (one a core)",
     )
+    parser.add_argument(
+        "--tree-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an environment variable of the working tree's server only (repeat for more)",
+    )
     arguments = parser.parse_args()
     threads = {"OMP_NUM_THREADS": str(arguments.tree_threads)} if arguments.tree_threads else {}
-    tree_environment = ENVIRONMENT | threads
+    extra = dict(setting.split("=", 1) for setting in arguments.tree_env)
+    tree_environment = ENVIRONMENT | threads | extra
     cpu_per_view: dict[str, list[float]] = {"base": [], "tree": []}
     profiles: dict[str, list] = {}
     with tempfile.TemporaryDirectory(prefix="server-cpu-ab-") as folder:
@@ -196,6 +205,7 @@ def main() -> None:
         end="",
     )
     served = f" with {arguments.tree_threads} torch thread(s)" if arguments.tree_threads else ""
+    served += "".join(f" with {setting}" for setting in arguments.tree_env)
     print(f"working tree{served} {tree_median:.3f} s: {base_median / tree_median:.2f}x less")
 
 
