@@ -109,8 +109,14 @@ def train(
     """
     examples = torch.Generator().manual_seed(settings.seed)
     device = next(model.parameters()).device
+    # foreach: each update is a few calls over all the weight tensors, not a loop of calls per tensor (torch's
+    # default outside CUDA): the same weights bit for bit, and far fewer calls for a model of small tensors.
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=settings.learning_rate, betas=(0.9, 0.98), weight_decay=settings.weight_decay
+        model.parameters(),
+        lr=settings.learning_rate,
+        betas=(0.9, 0.98),
+        weight_decay=settings.weight_decay,
+        foreach=True,
     )
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: learning_rate_factor(step, settings))
     model.train()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar
 
 import torch
@@ -108,7 +109,7 @@ class LetterTask:
         if self.distinct and self.max_length > len(self.alphabet):
             raise ValueError("a word of distinct letters cannot be longer than the alphabet")
 
-    @property
+    @cached_property  # built once: a training step asks for it once per word
     def tokenizer(self) -> CharacterTokenizer:
         return CharacterTokenizer(SPECIAL_TOKENS + tuple(self.alphabet))
 

@@ -52,6 +52,18 @@ def test_another_example_seed_or_another_initial_seed_gives_other_weights():
     assert not same_weights(RECIPES["sorter"].build().state_dict(), other_start)
 
 
+@pytest.mark.parametrize("recipe_name", ["sorter", "reverser"])
+def test_the_update_over_all_weights_at_once_gives_the_weights_of_torchs_loop_over_each_weight(
+    recipe_name, monkeypatch
+):
+    grouped, grouped_run = weights_after(recipe_name)
+    adamw = torch.optim.AdamW
+    monkeypatch.setattr(torch.optim, "AdamW", lambda *args, **kwargs: adamw(*args, **{**kwargs, "foreach": False}))
+    looped, looped_run = weights_after(recipe_name)
+    assert same_weights(grouped, looped)
+    assert grouped_run.losses == looped_run.losses
+
+
 def test_building_and_training_leave_the_global_random_generator_untouched():
     torch.manual_seed(123)
     expected = torch.rand(3)
