@@ -25,16 +25,16 @@ from torch import Tensor
 
 from anatomy.attention import AttentionEdit
 from anatomy.models import DecoderOnlyLM
-from lessons.common.decoder_attention import as_batch, each_layer_attention
+from lessons.common.decoder_attention import as_batch, each_layer_attention, head_maps
 
 COPY_LENGTH = 50  # tokens in each copy of the induction test (TransformerLens's tutorial repeats 50)
 RANDOM_TOKENS = 128  # random tokens the sink rate is measured on, beside the learner's text
 SEED = 0  # random tokens are drawn with this seed, so that every page shows the same numbers
 
-HeadMeasure = Callable[[Tensor], Tensor]  # (H, T, T) one layer's maps -> (H,) one number per head
+HeadMeasure = Callable[[Tensor], Tensor]  # (..., T, T) maps -> (...) one number per map
 
 
-# --- Scores of one layer's maps -----------------------------------------------------------------------------
+# --- Scores of one head's map -------------------------------------------------------------------------------
 
 
 def importance(weights: Tensor, position: int = 0) -> Tensor:
@@ -70,12 +70,13 @@ def duplicate_token_score(weights: Tensor, copy_length: int) -> Tensor:
 
 
 def scan(model: DecoderOnlyLM, ids: tuple[int, ...], measures: Mapping[str, HeadMeasure]) -> dict[str, Tensor]:
-    """Each measure on every layer: name -> (L, H), layer by layer, from the forward's own weights."""
-    rows: dict[str, list[Tensor]] = {name: [] for name in measures}
-    for weights in each_layer_attention(model, ids):
-        for name, measure in measures.items():
-            rows[name].append(measure(weights).double().cpu())  # (H,): the maps stay on the model's device
-    return {name: torch.stack(found) for name, found in rows.items()}
+    """Each measure on every head of every layer: name -> (L, H), from the forward's own weights. The maps stay
+    on the model's device and a long text's are derived one head at a time (`head_maps`); only scores leave."""
+    layers = [
+        [{name: measure(weights).double().cpu() for name, measure in measures.items()} for weights in head_maps(layer)]
+        for layer in each_layer_attention(model, ids)
+    ]
+    return {name: torch.stack([torch.stack([head[name] for head in layer]) for layer in layers]) for name in measures}
 
 
 def ranked(scores: Tensor, k: int) -> list[tuple[int, int, float]]:

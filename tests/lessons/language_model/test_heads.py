@@ -8,10 +8,11 @@ import pytest
 import torch
 
 from anatomy.attention import AttentionEdit
-from lessons.common import attention_sinks
-from lessons.common.decoder_attention import as_batch, each_layer_attention, layer_attention
+from lessons.common import attention_sinks, decoder_attention
+from lessons.common.decoder_attention import as_batch, each_layer_attention, head_maps, layer_attention
 from lessons.common.llm import readable
 from lessons.language_model import heads, reading
+from tests.lessons.common.test_decoder_attention import tiny_decoder
 
 SHORT_COPY = 8
 
@@ -96,6 +97,17 @@ def test_ranked_names_the_best_heads_by_layer_and_head():
     assert heads.ranked(scores, 2) == [(1, 2, pytest.approx(0.95)), (0, 1, pytest.approx(0.9))]
 
 
+def test_a_scan_gives_the_same_scores_whether_a_layers_maps_are_derived_together_or_one_head_at_a_time(monkeypatch):
+    model, ids = tiny_decoder(), tuple(range(3, 40))
+    measures = {"sink": heads.importance, "previous": heads.previous_token_score}
+    together = heads.scan(model, ids, measures)
+    monkeypatch.setattr(decoder_attention, "WHOLE_LAYER_MAP_BYTES", 0)  # as every layer of a long text is
+    one_by_one = heads.scan(model, ids, measures)
+    for name in measures:
+        assert together[name].shape == (3, 6) and together[name].dtype == torch.float64
+        assert torch.equal(together[name], one_by_one[name])
+
+
 # --- On SmolLM2, against plain loops --------------------------------------------------------------------------
 
 
@@ -103,7 +115,7 @@ def test_ranked_names_the_best_heads_by_layer_and_head():
 def test_each_layers_maps_in_a_scan_are_the_forwards_own(chat):
     model = reading.decoder_of(chat)
     ids = readable.text_tokens(chat, "The capital of France is Paris.").ids
-    scanned = list(each_layer_attention(model, ids))
+    scanned = [torch.stack(list(head_maps(attention))) for attention in each_layer_attention(model, ids)]
     assert len(scanned) == model.config.num_layers
     # layer_attention runs the blocks below untraced (torch's fused kernel), the scan traced: rounding apart.
     for layer in (0, 13, 29):
@@ -125,7 +137,8 @@ def test_every_smollm2_heads_scores_equal_a_loop_over_heads_and_positions(chat):
             "duplicate": lambda weights: heads.duplicate_token_score(weights, SHORT_COPY),
         },
     )
-    for layer, weights in enumerate(each_layer_attention(model, ids)):
+    for layer, attention in enumerate(each_layer_attention(model, ids)):
+        weights = torch.stack(list(head_maps(attention)))  # (H, T, T)
         assert scores["sink"][layer].tolist() == pytest.approx(importance_by_loops(weights, 0), abs=1e-6)
         induction = score_by_loops(weights, lambda query: query + 1 - SHORT_COPY)
         assert scores["induction"][layer].tolist() == pytest.approx(induction, abs=1e-6)
