@@ -181,19 +181,24 @@ def fused_kernel_reads_shared_heads(device: torch.device) -> bool:
     return device.type != "cuda"
 
 
-def attention_one_head_at_a_time(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None) -> Tensor:
+def attention_one_head_at_a_time(
+    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, reweight: Callable[[Tensor], Tensor] | None = None
+) -> Tensor:
     """softmax(QKᵀ / √d_k + M) · V written out, as `scaled_dot_product_attention` does, for (B, H, T, d_k) queries
     and (B, H_kv, S, d_k) keys and values (H_kv dividing H), one head at a time: (B, H, T, d_k) head outputs.
 
-    A traced forward runs this. Only one head's (T, S) weights exist at once: for SmolLM2's 9 heads at 8,192
-    tokens, 270 MB instead of 2.4 GB. Each head's weights are those `attention_weights` gives for all heads
-    together, which is what a trace derives (a test proves it).
+    A traced forward runs this, and so does an edited one, whose `reweight` changes each head's (B, 1, T, S)
+    weights before they read the values. Only one head's (T, S) weights exist at once: for SmolLM2's 9 heads at
+    8,192 tokens, 270 MB instead of 2.4 GB. Each head's weights are those `attention_weights` gives for all
+    heads together, which is what a trace derives (a test proves it).
     """
     group = query.size(1) // key.size(1)  # query heads per key/value head
     outputs = []
     for head in range(query.size(1)):
         shared = slice(head // group, head // group + 1)  # the key/value head this query head reads
         weights = one_head_weights(query, key, mask, head)  # (B, 1, T, S)
+        if reweight is not None:
+            weights = reweight(weights)
         outputs.append(weights @ value[:, shared])  # (B, 1, T, d_k)
     return torch.cat(outputs, dim=1)  # (B, H, T, d_k)
 
@@ -357,20 +362,19 @@ class AttentionEdit:
     if this layer could not rest on its first token?", "what if these heads said nothing?").
 
     The change travels with the call instead of being set on the model, which every session shares.
-    `reweight` turns the weights (B, H, T, S) into the weights the values are read with; the heads in
-    `heads_off` have their outputs zeroed before W_O, so they add nothing to the residual stream.
+    `reweight` turns one head's weights (B, 1, T, S) into the weights its values are read with (called for each
+    head in turn); the heads in `heads_off` have their outputs zeroed before W_O, so they add nothing to the
+    residual stream.
     """
 
     reweight: Callable[[Tensor], Tensor] | None = None
     heads_off: tuple[int, ...] = ()
 
     def attend(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None) -> Tensor:
-        """(B, H, T, d_head) the heads' outputs with the change made: the weights are the forward's own
-        (`attention_weights`), reweighted, then read with the values."""
-        weights = attention_weights(query, key, mask)  # (B, H, T, S)
-        if self.reweight is not None:
-            weights = self.reweight(weights)
-        head_outputs = weights @ value  # (B, H, T, d_head)
+        """(B, H, T, d_head) the heads' outputs with the change made, from (B, H, T, d_head) queries and
+        (B, H_kv, S, d_head) keys and values: the traced forward's own loop over the heads, each head's weights
+        reweighted before they read the values."""
+        head_outputs = attention_one_head_at_a_time(query, key, value, mask, self.reweight)
         if self.heads_off:
             head_outputs[:, list(self.heads_off)] = 0.0
         return head_outputs
@@ -444,8 +448,7 @@ class MultiHeadAttention(nn.Module):
             key, value = cache.extend(key, value)  # (B, H_kv, S, d_head) the earlier tokens' and these
         if edit is not None:  # an experiment, for this call only: weights changed or heads silenced
             allowed = with_causal_mask(mask, query.size(-2), key.size(-2), query.device) if causal else mask
-            heads = query.size(1)
-            head_outputs = edit.attend(query, per_query_head(key, heads), per_query_head(value, heads), allowed)
+            head_outputs = edit.attend(query, key, value, allowed)
             return self.output(merge_heads(head_outputs)), None
         if not trace:  # torch's fused kernel: no weights to show
             head_outputs, _ = scaled_dot_product_attention(query, key, value, mask, need_weights=False, causal=causal)

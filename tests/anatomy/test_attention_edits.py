@@ -46,6 +46,25 @@ def test_an_edit_that_changes_nothing_gives_the_models_own_logits():
     torch.testing.assert_close(edited, plain, rtol=1e-5, atol=1e-5)
 
 
+def test_an_edit_that_changes_nothing_runs_the_traced_forwards_loop_and_gives_its_logits_bit_for_bit():
+    model, ids = tiny_model(), some_ids()
+    traced = model(ids, trace=True).logits  # the traced forward weighs one head at a time, as an edit does
+    edited = model(ids, attention_edits={layer: AttentionEdit(reweight=lambda weights: weights) for layer in range(3)})
+    assert torch.equal(edited.logits, traced)
+
+
+def test_a_reweighting_sees_one_heads_weights_at_a_time_each_head_once():
+    model, ids = tiny_model(), some_ids()
+    seen = []
+
+    def unchanged(weights):
+        seen.append(weights.shape)
+        return weights
+
+    model(ids, attention_edits={1: AttentionEdit(reweight=unchanged)})
+    assert seen == [(1, 1, 12, 12)] * 6  # 6 query heads of 12 tokens; not one (1, 6, 12, 12) block
+
+
 def test_layers_before_the_edited_one_are_untouched_bit_for_bit():
     model, ids = tiny_model(), some_ids()
     plain = model(ids)
