@@ -446,14 +446,13 @@ class MultiHeadAttention(nn.Module):
             key = rotation.apply(key)  # so does a key's: cached keys stay valid
         if cache is not None:
             key, value = cache.extend(key, value)  # (B, H_kv, S, d_head) the earlier tokens' and these
-        if edit is not None:  # an experiment, for this call only: weights changed or heads silenced
-            allowed = with_causal_mask(mask, query.size(-2), key.size(-2), query.device) if causal else mask
-            head_outputs = edit.attend(query, key, value, allowed)
-            return self.output(merge_heads(head_outputs)), None
-        if not trace:  # torch's fused kernel: no weights to show
+        if edit is None and not trace:  # torch's fused kernel: no weights to show
             head_outputs, _ = scaled_dot_product_attention(query, key, value, mask, need_weights=False, causal=causal)
             return self.output(merge_heads(head_outputs)), None  # (B, T, D) the heads side by side, through W_O
+        # Edited or traced: softmax(QKᵀ/√d + M)·V written out, one head at a time.
         allowed = with_causal_mask(mask, query.size(-2), key.size(-2), query.device) if causal else mask
+        if edit is not None:  # an experiment, for this call only: weights changed or heads silenced
+            return self.output(merge_heads(edit.attend(query, key, value, allowed))), None
         head_outputs = attention_one_head_at_a_time(query, key, value, allowed)  # (B, H, T, d_head)
         output = self.output(merge_heads(head_outputs))  # (B, T, D)
         # The weights are not kept: the trace recomputes them from Q and K, bit for bit (see AttentionTrace).

@@ -98,6 +98,6 @@ def head_maps(attention: AttentionTrace) -> Iterator[Tensor]:
         weights = attention.weights[0].float()  # (H, T, S)
         yield from weights
         return
-    mask = attention.mask  # made once for the layer, read by every head
+    mask = attention.mask  # made once for the layer (`head_weights` would make it again for each head)
     for head in range(heads):
         yield one_head_weights(attention.query, attention.shared_key, mask, head)[0, 0].float()
