@@ -18,11 +18,9 @@ import statistics
 import time
 from pathlib import Path
 
-from streamlit.testing.v1 import AppTest
-
 from anatomy.checkpoints.pretrained import load_pretrained
+from harness.apptest import new_app
 
-ROOT = Path(__file__).resolve().parents[1]
 logging.disable(logging.WARNING)  # AppTest warns on every run that it has no browser session
 
 PAGES = ["home", "tokenization", "positional", "attention", "multihead", "causal", "encoder"]
@@ -51,7 +49,7 @@ def payload_bytes(node) -> int:
 
 
 def measure(page: str, text: str, repeats: int) -> tuple[float, int]:
-    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    app = new_app(timeout=300)  # the registry of installed components found once, as a server does
     app.session_state["text"] = text
     app.run()
     app.switch_page(f"lesson_pages/{page}.py").run()  # warm: model, traced run and figures cached

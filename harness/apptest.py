@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from pathlib import Path
 
 import numpy as np
+from streamlit.components.v2.component_manager import BidiComponentManager
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Code, Text
 
@@ -26,9 +28,29 @@ HOSTILE_TEXTS = {
 }
 
 
+@functools.cache
+def installed_components() -> BidiComponentManager:
+    """Streamlit's registry of the custom components installed beside it, found once per test process.
+
+    A server looks for them once, when it starts, and every session shares what it found. A new AppTest looks
+    again on its first run, reading the metadata of every installed distribution: about half a second, for
+    each of the thousand-odd apps the tests open, and it finds the same nothing each time (the app uses no
+    custom component)."""
+    components = BidiComponentManager()
+    components.discover_and_register_components(start_file_watching=False)
+    return components
+
+
+def new_app(timeout: float = TIMEOUT_SECONDS) -> AppTest:
+    """The app, not yet run, sharing this process's component registry as a server's sessions do."""
+    app = AppTest.from_file(APP, default_timeout=timeout)
+    app._bidi_component_manager = installed_components()  # AppTest's own slot; it looks only when it is empty
+    return app
+
+
 def open_page(page: str, text: str | None = None, query: dict[str, str] | None = None) -> AppTest:
     """Run the app on `page` (e.g. "lesson_pages/attention.py"), optionally with sidebar text and URL parameters."""
-    app = AppTest.from_file(APP, default_timeout=TIMEOUT_SECONDS)
+    app = new_app()
     for key, value in (query or {}).items():
         app.query_params[key] = value
     if text is not None:

@@ -7,10 +7,9 @@ from pathlib import Path
 import pytest
 import streamlit as st
 import torch
-from streamlit.testing.v1 import AppTest
 
 from anatomy.devices import describe_device
-from harness.apptest import APP, HOSTILE_TEXTS, TIMEOUT_SECONDS, all_markdown, assert_clean, drawn_children, open_page
+from harness.apptest import HOSTILE_TEXTS, all_markdown, assert_clean, drawn_children, new_app, open_page
 from lessons.common.ui import frame, loaders
 from lessons.common.ui.widgets import aligned_lines_markdown
 
@@ -134,7 +133,7 @@ def test_a_deep_link_as_a_sessions_first_run_paints_its_lesson_and_the_sidebar_w
         real_rerun(*args, **kwargs)
 
     monkeypatch.setattr(st, "rerun", counted_rerun)
-    app = AppTest.from_file(APP, default_timeout=TIMEOUT_SECONDS)
+    app = new_app()
     app.query_params["text"] = "a shared sentence"
     app.switch_page("lesson_pages/multihead.py").run()  # the first run of the session: the link /multihead?text=…
     assert_clean(app)

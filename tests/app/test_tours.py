@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from harness import hostile
-from harness.apptest import APP, TIMEOUT_SECONDS, assert_clean, open_expander, open_page
+from harness.apptest import assert_clean, new_app, open_expander, open_page
 from lessons.attention import links as attention_links
 from lessons.common import tours
 from lessons.common.safe_text import escape_markdown
@@ -129,7 +129,7 @@ def shown(app: AppTest, key: str) -> str:
 
 def opened_stop(name: str, number: int) -> AppTest:
     """A learner with their own text in the sidebar opens a link to a stop, as a tour's link reads."""
-    app = AppTest.from_file(APP, default_timeout=TIMEOUT_SECONDS)
+    app = new_app()
     app.session_state["text"] = LEARNERS_TEXT
     app.query_params["tour"], app.query_params["stop"] = name, str(number)
     return app.run()
@@ -191,7 +191,7 @@ def test_the_first_stop_has_no_previous_and_the_last_no_next():
 
 def opened_link(query: dict[str, str]) -> AppTest:
     """The app's first run on a link (the welcome page): a link's notices are shown in the run that reads it."""
-    app = AppTest.from_file(APP, default_timeout=TIMEOUT_SECONDS)
+    app = new_app()
     for key, value in query.items():
         app.query_params[key] = value
     return app.run()
@@ -212,7 +212,7 @@ def test_a_link_to_a_tour_or_stop_that_does_not_exist_says_so_and_shows_no_bar()
 
 @pytest.mark.parametrize("number", ["99", "abc"])
 def test_a_link_to_a_stop_the_tour_lacks_says_so_on_the_page_it_names(number):
-    app = AppTest.from_file(APP, default_timeout=TIMEOUT_SECONDS)
+    app = new_app()
     app.query_params["tour"], app.query_params["stop"] = "default", number
     app.switch_page("lesson_pages/attention.py")  # the link's page: …/attention?tour=default&stop=99
     app.run()
