@@ -8,6 +8,8 @@ Both models are loaded once for the module (ours in about 2 s, transformers' in 
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -48,15 +50,13 @@ def reference(chat_model):
 
 
 @pytest.fixture(scope="module")
-def sdpa_reference(chat_model):
-    """transformers' default attention, which pages without maps are measured against (benchmarks/long_text.py)."""
-    from transformers import LlamaForCausalLM
-
-    path = chat_model.loaded.folder / chat_model.loaded.name
-    model = LlamaForCausalLM.from_pretrained(
-        str(path.parent), gguf_file=path.name, attn_implementation="sdpa", dtype=torch.float32
-    )
-    return model.eval().requires_grad_(False)
+def sdpa_reference(reference):
+    """transformers' default attention, which pages without maps are measured against (benchmarks/long_text.py):
+    the eager reference's weights, copied rather than read from the GGUF file a second time (half a minute)."""
+    model = copy.deepcopy(reference)
+    model.set_attn_implementation("sdpa")
+    assert model.config._attn_implementation == "sdpa" and reference.config._attn_implementation == "eager"
+    return model
 
 
 @pytest.fixture(scope="module")
