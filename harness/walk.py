@@ -210,32 +210,47 @@ class Walk:
         self.page.wait_for_function(SETTLED, polling=100, timeout=SETTLE_TIMEOUT_MS)
 
     def check(self) -> list[str]:
+        opening = self.start_opening_elsewhere()  # the other tab loads while this one is checked
         problems = [f"exception box: {text[:300]}" for text in self.visible_texts('[data-testid="stException"]')]
         problems += self.new_tracebacks()
         problems += self.stale_pickers()
         problems += self.pickers_off_their_options()
         if not problems:
-            problems += self.view_elsewhere()
+            problems += self.view_elsewhere(opening)
         return problems
 
-    def view_elsewhere(self) -> list[str]:
-        """Differences between the view here and the view of this address opened in the other context. A view
-        found different is looked at again a second later, once: on two busy cores the run that a click asked for
-        may not have started when the walk found the page settled (the switch already flipped, the link not yet)."""
+    def start_opening_elsewhere(self) -> str | None:
+        """Start loading this address in the other context, without waiting for it, when it shows a view not yet
+        compared there; the address being loaded (None when none is). The checks of this tab run meanwhile: the
+        other tab draws in a browser process of its own, so the two pages share the machine's cores."""
+        if self.reopener is None:
+            return None
+        address = self.page.url
+        if (address, self.page.evaluate(VIEW)) == self._shown_elsewhere:
+            return None
+        self.reopener.goto(address, wait_until="commit")
+        return address
+
+    def view_elsewhere(self, opening: str | None = None) -> list[str]:
+        """Differences between the view here and the view of this address opened in the other context (already
+        loading there when `opening` names it). A view found different is looked at again a second later, once:
+        on two busy cores the run that a click asked for may not have started when the walk found the page
+        settled (the switch already flipped, the link not yet)."""
         if self.reopener is None:
             return []
-        problems = self.compare_elsewhere(self.reopener)
+        problems = self.compare_elsewhere(self.reopener, opening)
         if problems:
             time.sleep(1)
             self.settle()
             problems = self.compare_elsewhere(self.reopener)
         return problems
 
-    def compare_elsewhere(self, reopener: Page) -> list[str]:
+    def compare_elsewhere(self, reopener: Page, opening: str | None = None) -> list[str]:
         address, here = self.page.url, self.page.evaluate(VIEW)
         if (address, here) == self._shown_elsewhere:  # neither the address nor the view changed: compared already
             return []
-        reopener.goto(address, wait_until="domcontentloaded")
+        if address != opening:  # not loading there yet, or the address changed since it started loading
+            reopener.goto(address, wait_until="commit")
         reopener.wait_for_function(PAINTED, polling=100, timeout=SETTLE_TIMEOUT_MS)
         there = reopener.evaluate(VIEW)
         if here == there:

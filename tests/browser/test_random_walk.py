@@ -55,3 +55,20 @@ def test_the_walk_reads_a_pickers_options_from_its_own_list_never_from_another_s
     app.page.keyboard.press("Escape")
     head.locator('button[aria-label="Open"]').first.click()
     assert walk.options_of(head)[1][:2] == ["head 0", "head 1"]
+
+
+def test_the_walk_opens_a_new_view_elsewhere_once_and_reports_a_view_its_address_does_not_give(app, new_context):
+    app.open("multihead", min_plots=1)
+    reopener = new_context().new_page()
+    loads: list[str] = []
+    reopener.on("request", lambda request: loads.append(request.url) if request.resource_type == "document" else None)
+    walk = Walk(app.page, app.base_url, SEED, reopener=reopener)
+
+    assert walk.check() == []  # the address, opened anew in the other context, shows this view
+    assert loads == [app.page.url]  # loaded once, while this tab's pickers were checked
+    assert walk.check() == []
+    assert len(loads) == 1  # the same view at the same address is not opened again
+
+    app.page.evaluate("() => { document.querySelector('[data-testid=\"stMain\"] h1').innerText = 'Another heading'; }")
+    (problem,) = walk.check()
+    assert "opened anew shows another view" in problem and "Another heading" in problem
