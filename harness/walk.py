@@ -225,11 +225,15 @@ class Walk:
         other tab draws in a browser process of its own, so the two pages share the machine's cores."""
         if self.reopener is None:
             return None
-        address = self.page.url
-        if (address, self.page.evaluate(VIEW)) == self._shown_elsewhere:
+        address, here = self.view_here()
+        if (address, here) == self._shown_elsewhere:
             return None
         self.reopener.goto(address, wait_until="commit")
         return address
+
+    def view_here(self) -> tuple[str, list]:
+        """This tab's address, and the view it shows (`VIEW`)."""
+        return self.page.url, self.page.evaluate(VIEW)
 
     def view_elsewhere(self, opening: str | None = None) -> list[str]:
         """Differences between the view here and the view of this address opened in the other context (already
@@ -246,7 +250,7 @@ class Walk:
         return problems
 
     def compare_elsewhere(self, reopener: Page, opening: str | None = None) -> list[str]:
-        address, here = self.page.url, self.page.evaluate(VIEW)
+        address, here = self.view_here()  # read after this tab's checks: a late run has drawn by now
         if (address, here) == self._shown_elsewhere:  # neither the address nor the view changed: compared already
             return []
         if address != opening:  # not loading there yet, or the address changed since it started loading
