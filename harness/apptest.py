@@ -41,11 +41,25 @@ def installed_components() -> BidiComponentManager:
     return components
 
 
-def new_app(timeout: float = TIMEOUT_SECONDS) -> AppTest:
-    """The app, not yet run, sharing this process's component registry as a server's sessions do."""
-    app = AppTest.from_file(APP, default_timeout=timeout)
+def sharing_components(app: AppTest) -> AppTest:
+    """`app`, not yet run, sharing this process's component registry as a server's sessions do."""
     app._bidi_component_manager = installed_components()  # AppTest's own slot; it looks only when it is empty
     return app
+
+
+def new_app(timeout: float = TIMEOUT_SECONDS) -> AppTest:
+    """The app, not yet run."""
+    return sharing_components(AppTest.from_file(APP, default_timeout=timeout))
+
+
+def page_from_string(script: str) -> AppTest:
+    """A page of its own written as a string (a few lines that call one helper), not yet run."""
+    return sharing_components(AppTest.from_string(script))
+
+
+def page_from_function(function, *args) -> AppTest:
+    """A page of its own written as a function (`args` passed to it), not yet run."""
+    return sharing_components(AppTest.from_function(function, args=args))
 
 
 def open_page(page: str, text: str | None = None, query: dict[str, str] | None = None) -> AppTest:

@@ -13,9 +13,8 @@ import socket
 import time
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from harness.apptest import assert_clean, open_page
+from harness.apptest import assert_clean, open_page, page_from_function, page_from_string
 from harness.hostile import (
     NUMBER_PARAMETERS,
     NUMBER_TEXTS,
@@ -83,10 +82,10 @@ def test_the_corpus_holds_at_least_forty_inputs_of_every_kind_the_issue_names():
 
 
 def test_the_checks_catch_markup_that_reached_markdown_and_pass_text_shown_literally():
-    rendered = AppTest.from_string("import streamlit as st\nst.markdown(st.session_state['t'])")
+    rendered = page_from_string("import streamlit as st\nst.markdown(st.session_state['t'])")
     rendered.session_state["t"] = TEXTS["markdown_image"]
     assert problems_after(rendered.run(), TEXTS["markdown_image"])
-    literal = AppTest.from_string("import streamlit as st\nst.text(st.session_state['t'])")
+    literal = page_from_string("import streamlit as st\nst.text(st.session_state['t'])")
     literal.session_state["t"] = TEXTS["markdown_image"]
     assert problems_after(literal.run(), TEXTS["markdown_image"]) == []
 
@@ -199,13 +198,13 @@ def _page_with_html(body: str) -> None:
     [("<style>.st-key-a { color: red; }</style>", False), ("<b>bold</b>", True), ("<style></style><b>x</b>", True)],
 )
 def test_the_only_raw_html_a_page_may_draw_is_a_style_sheet(body, refused):
-    app = AppTest.from_function(_page_with_html, args=(body,)).run()
+    app = page_from_function(_page_with_html, body).run()
     assert bool(problems_after(app, "")) is refused
 
 
 @pytest.mark.parametrize("name", sorted(TEXTS))
 def test_literal_text_is_shown_exactly_whichever_element_draws_it(name):
-    app = AppTest.from_string(
+    app = page_from_string(
         "import streamlit as st\nfrom lessons.common.ui import widgets\nwidgets.show_literal(st.session_state['t'])"
     )
     app.session_state["t"] = TEXTS[name]

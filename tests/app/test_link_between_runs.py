@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
+from harness.apptest import page_from_function, page_from_string
+
 
 def _page_with_a_linked_slider():
     import streamlit as st
@@ -23,7 +25,7 @@ def _page_with_a_linked_slider():
 
 
 def a_page_opened_at(value: str) -> AppTest:
-    app = AppTest.from_function(_page_with_a_linked_slider)
+    app = page_from_function(_page_with_a_linked_slider)
     app.query_params["k"] = value
     return app.run()
 
@@ -66,7 +68,7 @@ def test_an_address_this_session_did_not_write_still_wins_over_the_slider():
 
 
 def test_a_value_published_by_this_run_is_not_news_to_a_second_reading_in_the_same_run():
-    app = AppTest.from_string(
+    app = page_from_string(
         "from lessons.common.ui import linked\n"
         "linked.start_address()\n"
         "linked.publish('k', 5)\n"
