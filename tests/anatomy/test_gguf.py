@@ -132,6 +132,7 @@ def test_modules_built_for_a_checkpoint_hold_no_memory_and_draw_no_random_weight
     assert untouched.abs().sum() > 0
 
 
+@pytest.mark.slow  # a fresh interpreter: 3-5 s
 def test_a_cold_gguf_load_does_not_import_torch_dynamo(files):
     """On the meta device torch's `normal_` imports torch._dynamo (seconds on a cold start); a load never
     needs it."""

@@ -208,6 +208,7 @@ def test_the_traced_run_cache_holds_at_most_its_byte_budget(embedded, monkeypatc
 # ── the garbage collector ────────────────────────────────────────────────────────────────────────────
 
 
+@pytest.mark.slow  # a fresh interpreter: 4-5 s
 @pytest.mark.parametrize("loader", ["get_model", "get_chat_model"])
 def test_once_a_model_is_loaded_a_full_collection_walks_only_objects_made_since(loader):
     """Streamlit collects garbage in full after every script run; with the modules and the model exempted, that
@@ -239,6 +240,7 @@ print(exempt, walked, alive() is None)
     assert cycle_collected == "True"  # garbage made later is still collected
 
 
+@pytest.mark.slow  # a fresh interpreter: 4-5 s
 def test_modules_a_page_imports_late_and_in_bulk_are_exempted_at_the_next_run():
     """torch.optim's first step (lesson 8's Train button) imports torch._dynamo and sympy: some 800 modules
     that every later full collection would walk. The next run of any page exempts them. (Stand-ins here: forty
@@ -267,6 +269,7 @@ print(before, len(gc.get_objects()))
     assert walked_after < 5_000
 
 
+@pytest.mark.slow  # a fresh interpreter: 4-5 s
 def test_the_app_collects_garbage_every_few_seconds_instead_of_after_every_run():
     """Streamlit's full collection after every run of every session walks everything the caches and sessions
     hold, several times a second under a class. The app turns it off and runs one every few seconds while
@@ -295,6 +298,7 @@ print(len(collectors), all(thread.daemon for thread in collectors), memory.FULL_
     assert 1 <= float(interval) <= 10  # garbage in reference cycles waits seconds, not minutes
 
 
+@pytest.mark.slow  # a fresh interpreter: 4-5 s
 def test_garbage_in_reference_cycles_goes_within_an_interval_while_pages_run_and_an_idle_server_collects_none():
     """Python's own collector is off in this interpreter, so only the app's thread can free a reference cycle."""
     import subprocess

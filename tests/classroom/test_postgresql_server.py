@@ -34,6 +34,7 @@ def backends_waiting_on_a_lock(connection: sa.Connection, database: str) -> int:
     return waiting
 
 
+@pytest.mark.slow  # replicas, each a process of its own: 3-4 s
 def test_replicas_upgrading_one_new_postgresql_database_at_the_same_moment_all_succeed(postgres_server):
     # Replicas starting together each run the migrations; the store's advisory lock lets one create the tables
     # while the others wait, then find them made. To make "together" certain, the test creates Alembic's own
@@ -72,6 +73,7 @@ def test_replicas_upgrading_one_new_postgresql_database_at_the_same_moment_all_s
     postgres_server.drop_database("class_upgraded_at_once")
 
 
+@pytest.mark.slow  # the server stopped and started again: 4-5 s
 def test_a_postgresql_stopped_mid_class_makes_the_store_unavailable_and_started_again_keeps_the_class(
     tmp_path, postgres_server
 ):
