@@ -102,6 +102,29 @@ def test_tests_never_import_benchmarks_and_benchmarks_share_the_harness():
     assert uses_harness, "the benchmarks drive the app through the same harness as the tests"
 
 
+def apps_made_outside_the_harness(path: Path) -> list[str]:
+    """Every `AppTest.from_file/from_string/from_function(...)` written in `path`, as "file:line". Made so, an
+    app reads every installed distribution's metadata on its first run; harness/apptest.py makes each app with
+    the registry found once per test process."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        f"{path.name}:{node.lineno}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "AppTest"
+        and node.attr.startswith("from_")
+    ]
+
+
+def test_the_tests_make_every_app_through_the_harness(tmp_path):
+    assert [made for path in python_files("tests") for made in apps_made_outside_the_harness(path)] == []
+
+    elsewhere = tmp_path / "test_elsewhere.py"  # the check itself finds one
+    elsewhere.write_text('from streamlit.testing.v1 import AppTest\n\napp = AppTest.from_string("x = 1")\n')
+    assert apps_made_outside_the_harness(elsewhere) == ["test_elsewhere.py:3"]
+
+
 def test_no_file_edits_the_import_path():
     """The project is installed (`pip install -e .`, done by `make setup`), so nothing needs sys.path."""
     for path in python_files("anatomy", "lessons", "lesson_pages", "harness", "tests", "benchmarks", "scripts"):
