@@ -21,7 +21,6 @@ from anatomy.attention import (
     attention_weights,
     masked_softmax,
     merge_heads,
-    per_query_head,
     scaled_dot_product_attention,
 )
 from anatomy.masks import causal_mask, combine_masks, padding_mask
@@ -227,7 +226,7 @@ def test_the_forward_and_its_trace_give_attention_weights_output_bit_for_bit(hid
     # What the forward itself computed with them, one head at a time (every head's products in one batch may
     # round a last bit differently: seen on an AVX-512 CPU).
     assert torch.equal(trace.head_outputs, attention_one_head_at_a_time(trace.query, trace.key, trace.value, mask))
-    assert torch.allclose(trace.head_outputs, weights @ per_query_head(trace.value, HEADS), rtol=0, atol=1e-6)
+    assert torch.allclose(trace.head_outputs, weights @ trace.value, rtol=0, atol=1e-6)
     assert torch.equal(trace.masked_scores, apply_mask(attention_scores(trace.query, trace.key), mask))
     assert torch.equal(trace.scaled_scores, attention_scores(trace.query, trace.key))
 
