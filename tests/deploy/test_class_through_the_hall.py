@@ -62,5 +62,8 @@ def test_a_replica_killed_loses_no_acknowledged_answer_and_the_class_goes_on(hal
 def test_nginx_logs_a_class_link_without_its_code_or_key(hall, store):
     started = store.start_class("Logged", 30)
     assert visit(f"{hall.url}/class?class={started.code}&key={started.lecturer_key}", {}).status == 200
-    log = (hall.prefix / "logs" / "access.log").read_text(encoding="utf-8")
+    # nginx writes a request's log line after it has sent the response: the client can read first.
+    access_log, deadline = hall.prefix / "logs" / "access.log", time.monotonic() + 10
+    while "GET /class" not in (log := access_log.read_text(encoding="utf-8")) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert "GET /class" in log and started.code not in log and started.lecturer_key not in log
