@@ -75,6 +75,7 @@ def measure(hall: Hall, configuration: str, through_nginx: bool, sessions: int, 
     before = asyncio.run(fingerprints(replica_urls(), models))
     writers = trainer_sessions(sessions, round(sessions * settings["writers"]))
     class_name = f"{len(settings['runs'])}"  # its own sentences: no class meets another's cached results
+    client_cpu_before = time.process_time()  # the students themselves run in this process, on the same cores
     with ReplicaMeter(lambda: processes_of(hall, through_nginx)) as meter:
         outcome = asyncio.run(
             hold_class(
@@ -82,6 +83,7 @@ def measure(hall: Hall, configuration: str, through_nginx: bool, sessions: int, 
                 kill_replica_0 if kill_at is not None else None, kill_at,
             )
         )  # fmt: skip
+    client_cpu = time.process_time() - client_cpu_before
     if kill_at is not None:
         hall.restarting.set()
         deadline = time.monotonic() + RESTART_TIMEOUT_SECONDS
@@ -93,6 +95,7 @@ def measure(hall: Hall, configuration: str, through_nginx: bool, sessions: int, 
     server_cpu = sum(each["cpu_s"] for name, each in processes.items() if name.startswith("replica"))
     figures["server_cpu_s_per_view"] = round(server_cpu / figures["views"], 3) if figures["views"] else None
     figures["server_cores_busy"] = round(server_cpu / figures["elapsed_s"], 2)
+    figures["students_cpu_s_per_view"] = round(client_cpu / figures["views"], 3) if figures["views"] else None
     figures["nginx_cpu_s"] = round(sum(each["cpu_s"] for n, each in processes.items() if n.startswith("nginx")), 1)
     figures["replicas"] = {name: each for name, each in processes.items() if name.startswith("replica")}
     figures["weights_sha256_before_after"] = {

@@ -144,6 +144,30 @@ class LetterTask:
         """The model's own answers to `words`, written one greedy token at a time."""
         raise NotImplementedError
 
+    def reads_only_earlier_tokens(self, model: nn.Module) -> bool:
+        """Whether every answer position of `model` reads only the tokens before it (the causal mask)."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def written_right(self, model: nn.Module, words: Sequence[str]) -> list[bool]:
+        """For each word, whether the model's own greedy answer (what `predict` writes) is exactly right.
+
+        A model whose positions read only earlier tokens writes a word right exactly when, given the right
+        answer so far, its most probable next token is the right one at every answer position, <eos> included:
+        each greedy step then writes what the right answer has there, and the first wrong step would be one of
+        those positions. So the teacher-forced pass that training scores decides every word at once, where
+        writing takes a pass per letter. A model that reads later tokens too (the cheater, trained without the
+        causal mask) would read the answer in that pass: its answers are written out.
+        """
+        if not self.reads_only_earlier_tokens(model):
+            return [written == self.answer(word) for written, word in zip(self.predict(model, words), words)]
+        device = next(model.parameters()).device
+        batch = self.batch(words)
+        logits = model(**{name: tensor.to(device) for name, tensor in batch.inputs.items()}).logits  # (B, T, V)
+        targets = batch.targets.to(device)  # (B, T), IGNORE_INDEX where nothing is answered
+        right = (logits.argmax(dim=-1) == targets) | (targets == IGNORE_INDEX)  # greedy's choice: the first maximum
+        return right.all(dim=1).tolist()
+
     def to_dict(self) -> dict[str, Any]:
         """What a checkpoint's config.json records about the task (see `task_from_dict`)."""
         return {"name": self.name, **asdict(self)}
@@ -181,6 +205,9 @@ class SortingTask(LetterTask):
         targets = next_ids.masked_fill(~scored, IGNORE_INDEX)
         attention_mask = (input_ids != tokenizer.pad_id).long()
         return Batch({"input_ids": input_ids, "attention_mask": attention_mask}, targets)
+
+    def reads_only_earlier_tokens(self, model) -> bool:
+        return model.config.causal  # False for the cheater
 
     @torch.no_grad()
     def predict(self, model, words: Sequence[str]) -> list[str]:
@@ -231,6 +258,9 @@ class ReversalTask(LetterTask):
         next_ids = next_ids.masked_fill(next_ids == self.tokenizer.pad_id, IGNORE_INDEX)
         inputs = {"source_ids": source_ids, "target_ids": target_ids, "source_mask": source_mask}
         return Batch(inputs, next_ids)
+
+    def reads_only_earlier_tokens(self, model) -> bool:
+        return True  # the decoder's self-attention is causal; the source it reads is given whole
 
     @torch.no_grad()
     def predict(self, model, words: Sequence[str]) -> list[str]:

@@ -1,7 +1,8 @@
 """Live training: a learner's fresh model, its score on held-out words, its attention, and the redraw clock.
 
 Measured on the shipped files: the sorter and the reverser answer all 300 held-out words exactly, an
-untrained sorter none. Training runs here are 20 steps on one thread (well under a second).
+untrained sorter none. Training runs here are 20 steps on one thread (well under a second), 150 in the slow check
+that one teacher-forced pass scores a model as writing its answers out does.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import torch
 
 from anatomy.checkpoints.pretrained import load_pretrained
 from anatomy.training.recipes import HELD_OUT_SEED, RECIPES
+from anatomy.training.tasks import IGNORE_INDEX
 from lessons.training import live as live_training
 from lessons.training.live import (
     RedrawClock,
@@ -108,6 +110,35 @@ def test_the_shipped_sorter_and_reverser_answer_every_held_out_word_and_a_random
     assert live_training.held_out_accuracy(shipped["sorter"].model, SORTER.task) == 1.0
     assert live_training.held_out_accuracy(shipped["reverser"].model, REVERSER.task) == 1.0
     assert live_training.held_out_accuracy(fresh_model(SORTER, seed=0), SORTER.task) == 0.0
+
+
+def written_out(recipe, model, words: list[str]) -> list[bool]:
+    """Whether each answer `predict` writes, one greedy token at a time, is exactly right."""
+    return [answer == recipe.task.answer(word) for answer, word in zip(recipe.task.predict(model, words), words)]
+
+
+@pytest.mark.slow  # two to three seconds each: 150 training steps
+@pytest.mark.parametrize("name", ["sorter", "reverser"])
+def test_one_teacher_forced_pass_decides_the_same_words_as_writing_each_answer_out(name, shipped):
+    recipe = RECIPES[name]
+    words = live_training.held_out_words(recipe.task)
+    settings = live_settings(recipe, steps=150, learning_rate=3e-3, seed=1)
+    half_trained, _ = live_training.train_fresh(recipe, settings, 1, torch.device("cpu"))
+    half_trained.eval()
+    models = {"fresh": fresh_model(recipe, seed=1), "150 steps": half_trained, "shipped": shipped[name].model}
+    right = {label: recipe.task.written_right(model, words) for label, model in models.items()}
+    assert {label: written_out(recipe, models[label], words) for label in models} == right  # word by word
+    assert 0.3 < sum(right["150 steps"]) / len(words) < 0.95  # some words right, some wrong: the case that counts
+
+
+def test_the_cheater_reads_the_answer_in_one_pass_so_its_answers_are_written_out(shipped):
+    cheater, words = shipped["sorter-cheater"].model, live_training.held_out_words(CHEATER.task)
+    assert not CHEATER.task.reads_only_earlier_tokens(cheater)
+    assert CHEATER.task.written_right(cheater, words) == written_out(CHEATER, cheater, words)
+    batch = CHEATER.task.batch(words)  # teacher forcing: every position also sees the answer's later letters
+    predicted, scored = cheater(**batch.inputs).logits.argmax(dim=-1), batch.targets != IGNORE_INDEX
+    right_in_one_pass = ((predicted == batch.targets) | ~scored).all(dim=1)
+    assert right_in_one_pass.float().mean() > 0.9 > live_training.held_out_accuracy(cheater, CHEATER.task)
 
 
 def test_a_uniform_guess_costs_ln_of_the_vocabulary():
