@@ -271,6 +271,20 @@ def visit(url: str, cookies: dict[str, str], accept_encoding: str = "identity", 
     return answer
 
 
+THREADS_VARIABLE = "OMP_NUM_THREADS"  # torch's threads for its own kernels (one a core when unset)
+
+
+def threads_per_replica(replicas: int, cores: int | None = None) -> int:
+    """Torch threads for each of `replicas` replicas on `cores` cores (this process's, by default): its share.
+
+    Torch starts one thread a core in every process, so N replicas on C cores would run N·C threads that take
+    the cores from each other. Under a class a second thread costs CPU and gains nothing (docs/hosting.md: on
+    two cores, one replica of one thread served as many views as one of two, for 0.066 s of CPU a view against
+    0.092 s). A replica alone on the machine keeps every core: a lone learner's SmolLM2 writes faster so."""
+    cores = cores or len(os.sched_getaffinity(0))
+    return max(1, cores // replicas)
+
+
 class Hall:
     """`replicas` hosted replicas of the app on loopback and nginx in front of them on `address`:`port` (a free
     loopback port if none is given), and the class database they share (`class_database`), everything they
@@ -293,10 +307,13 @@ class Hall:
         self.url = f"http://{'127.0.0.1' if address == '0.0.0.0' else address}:{self.port}"
         self.prefix = folder / "nginx"
         # One cookie secret for every replica: a student moved to another replica after a failure keeps a
-        # valid XSRF cookie (an upload of a tour file needs one).
+        # valid XSRF cookie (an upload of a tour file needs one). Each replica's torch gets its share of the
+        # cores, unless the shell or the caller says otherwise (`threads_per_replica`).
+        threads = os.environ.get(THREADS_VARIABLE) or str(threads_per_replica(replicas))
         self.environment = {
             "ANATOMY_HOSTED": "1",
             "STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32),
+            THREADS_VARIABLE: threads,
             **(environment or {}),
         }
         binaries = postgres_binaries() if postgresql else None  # postgresql=False: the SQLite fallback

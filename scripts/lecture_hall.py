@@ -21,7 +21,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from harness.hall import Hall
+from harness.hall import THREADS_VARIABLE, Hall
 from lessons.common.class_store import describe
 
 
@@ -46,6 +46,7 @@ def main() -> int:
         # One line a machine can read (the tests do), then one for people.
         print(json.dumps({"url": hall.url, "folder": str(folder), "processes": hall.processes()}), flush=True)
         print(f"{arguments.replicas} replicas behind nginx at {hall.url} (logs in {folder}); Ctrl-C stops them")
+        print(f"torch threads in each replica: {hall.environment[THREADS_VARIABLE]}", flush=True)
         print(f"the class's answers: {describe(hall.database_url)}", flush=True)
         asked_to_stop.wait()
         print("stopping nginx, the replicas and the class database", flush=True)

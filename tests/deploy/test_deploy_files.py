@@ -88,6 +88,18 @@ def test_compose_runs_each_replica_on_the_port_nginx_expects_with_a_health_check
     assert services["nginx"]["ports"] == [f"8501:{hall.COMPOSE_LISTEN}"]
 
 
+def test_each_replica_gets_its_share_of_the_cores_for_torchs_threads():
+    assert [hall.threads_per_replica(replicas, cores=2) for replicas in (1, 2, 3)] == [2, 1, 1]
+    assert [hall.threads_per_replica(replicas, cores=16) for replicas in (1, 2, 8, 16)] == [16, 8, 2, 1]
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    assert {services[name]["environment"]["OMP_NUM_THREADS"] for name in services if name.startswith("replica-")} == {
+        "1"
+    }
+    (container,) = resources()["Deployment"]["spec"]["template"]["spec"]["containers"]
+    threads = {variable["name"]: variable.get("value") for variable in container["env"]}["OMP_NUM_THREADS"]
+    assert threads == container["resources"]["requests"]["cpu"] == "1"  # as many threads as the pod has cores
+
+
 @pytest.mark.parametrize("manifest", MANIFESTS, ids=[path.name for path in MANIFESTS])
 def test_each_kubernetes_manifest_is_valid_against_the_kubernetes_schemas(manifest):
     for resource in yaml.safe_load_all(manifest.read_text()):

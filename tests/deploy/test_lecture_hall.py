@@ -26,7 +26,7 @@ import pytest
 import sqlalchemy as sa
 
 from harness.client import Tab
-from harness.hall import Hall, is_running, visit
+from harness.hall import THREADS_VARIABLE, Hall, is_running, threads_per_replica, visit
 from harness.lecture import fingerprints, hold_class, summarise_class
 from harness.load import run_coroutine, websocket_student
 from harness.postgres import postgres_binaries
@@ -76,16 +76,16 @@ def test_students_behind_one_address_are_spread_over_the_replicas_and_each_stays
     assert {replicas[0] for replicas in replicas_seen} == set(hall.names), replicas_seen
 
 
-def class_database_of(pid: int) -> str:
-    """The class database URL a running process was given (its environment, as /proc shows it)."""
+def environment_of(pid: int, variable: str) -> str:
+    """The value of `variable` a running process was given (its environment, as /proc shows it)."""
     environment = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    prefix = f"{DATABASE_URL_VARIABLE}=".encode()
-    (url,) = [entry[len(prefix) :].decode() for entry in environment if entry.startswith(prefix)]
-    return url
+    prefix = f"{variable}=".encode()
+    (value,) = [entry[len(prefix) :].decode() for entry in environment if entry.startswith(prefix)]
+    return value
 
 
 def test_the_replicas_share_one_class_database_postgresql_where_it_is_installed(hall):
-    urls = {name: class_database_of(hall.pid(name)) for name in hall.names}
+    urls = {name: environment_of(hall.pid(name), DATABASE_URL_VARIABLE) for name in hall.names}
     assert set(urls.values()) == {hall.database_url}, "every replica must be given the same database"
     assert sa.engine.make_url(hall.database_url).get_backend_name() == ("postgresql" if WITH_POSTGRESQL else "sqlite")
 
@@ -97,11 +97,27 @@ def test_the_replicas_share_one_class_database_postgresql_where_it_is_installed(
     second.engine.dispose()
 
 
+def test_each_replicas_torch_runs_its_share_of_the_cores(hall):
+    shared = os.environ.get(THREADS_VARIABLE) or str(threads_per_replica(len(hall.names)))
+    assert {name: environment_of(hall.pid(name), THREADS_VARIABLE) for name in hall.names} == dict.fromkeys(
+        hall.names, shared
+    )
+    # ... and torch takes the variable as its thread count (in a process started the same way).
+    started = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+        env={**os.environ, THREADS_VARIABLE: shared},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert started.stdout.strip() == shared
+
+
 def test_where_postgresql_is_not_installed_the_hall_still_starts_on_one_shared_sqlite_file(tmp_path):
     with Hall(tmp_path, replicas=1, warm_up=False, postgresql=False) as sqlite_hall:
         assert visit(f"{sqlite_hall.url}/_stcore/health", {}).status == 200
         assert sqlite_hall.database_url == f"sqlite:///{tmp_path / 'classes.sqlite'}"
-        assert class_database_of(sqlite_hall.pid("replica-0")) == sqlite_hall.database_url
+        assert environment_of(sqlite_hall.pid("replica-0"), DATABASE_URL_VARIABLE) == sqlite_hall.database_url
         store = ClassStore(sqlite_hall.database_url)
         assert sa.inspect(store.engine).has_table("classes"), "the hall runs the migrations before the replicas"
         store.engine.dispose()
