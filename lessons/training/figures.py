@@ -1,5 +1,6 @@
-"""Figures of the training lesson: the loss curve, drawn again and again while a model trains, and the
-exercises' reveals: a fresh model's first bets, and where a model's parameters are.
+"""Figures of the training lesson: the loss curve, drawn again and again while a model trains, the trained
+model's attention on an example word, and the exercises' reveals: a fresh model's first bets, and where a
+model's parameters are.
 
 The curve is redrawn a few times a second, so it is kept light: losses go out as float32 (plotly sends
 numpy arrays as binary) and the step axis is implicit (first step 1, one per point), so a point costs
@@ -14,7 +15,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from lessons.common.plots import safe_label, style
+from lessons.common.matrix_figures import weights_figure
+from lessons.common.plots import heatmap, safe_label, style
+from lessons.training.live import AttentionView
 
 STEP_COLOUR = "#B9B3F0"  # every step's loss: pale, it is noisy
 AVERAGE_COLOUR = "#5B4BDB"  # the moving average: the app's first colour
@@ -145,4 +148,26 @@ def chance_line(figure: go.Figure, y: float, text: str, label_y: float) -> None:
     figure.add_hline(y=y, line=dict(color=CHANCE_COLOUR, dash="dash", width=1.5))
     figure.add_annotation(
         text=text, x=1, xref="x domain", xanchor="right", y=label_y, yref="y", yanchor="bottom", showarrow=False
+    )
+
+
+def example_attention_figure(view: AttentionView, layer: int, head: int) -> go.Figure:
+    """One head's attention on the example word, on the fixed 0–1 scale.
+
+    Self-attention reads one list of tokens: the app's attention matrix, whose key labels turn upwards and thin
+    out where a phone leaves them too little room, with its colour bar under it. Cross-attention reads the source
+    from the target, two lists: a matrix with its rows and columns named."""
+    title, weights = f"{view.kind}, layer {layer}, head {head}", view.weights[layer, head]
+    if view.kind == "self-attention":
+        return weights_figure(weights, view.query_tokens, title)
+    return heatmap(
+        weights,
+        view.query_tokens,
+        view.key_tokens,
+        title=title,
+        zmin=0.0,
+        zmax=1.0,
+        row_title="reads (query)",
+        column_title="is read (key)",
+        hover_name="weight",
     )

@@ -19,7 +19,6 @@ from anatomy.devices import describe_device
 from anatomy.training.recipes import RECIPES, Recipe
 from anatomy.training.tasks import LetterTask
 from lessons.common import hosting, training_slots
-from lessons.common.plots import heatmap
 from lessons.common.safe_text import escape_markdown
 from lessons.common.ui import charts, linked, loaders
 from lessons.training import figures as training_figures
@@ -224,16 +223,5 @@ def show_example(result: LiveRun, recipe: Recipe) -> None:
         for head, column in zip(range(heads), st.columns(heads)):
             with column:
                 charts.show(
-                    heatmap(
-                        view.weights[layer, head],
-                        view.query_tokens,
-                        view.key_tokens,
-                        title=f"{view.kind}, layer {layer}, head {head}",
-                        zmin=0.0,
-                        zmax=1.0,
-                        row_title="reads (query)",
-                        column_title="is read (key)",
-                        hover_name="weight",
-                    ),
-                    key=f"tr_attention_{layer}_{head}",
+                    training_figures.example_attention_figure(view, layer, head), key=f"tr_attention_{layer}_{head}"
                 )

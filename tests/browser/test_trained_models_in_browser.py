@@ -105,3 +105,15 @@ def test_a_live_training_run_draws_its_loss_curve_and_reports_the_held_out_score
     assert losses["count"] == steps  # one point per step
     assert app.page.get_by_text("Your model: words exactly right").first.is_visible()
     app.screenshot("training-finished")
+
+
+def test_a_trained_sorters_attention_keeps_its_labels_apart_on_a_phone(app: AppPage):
+    app.page.set_viewport_size({"width": 390, "height": 844})  # a phone
+    app.open("training", tr_model="sorter", tr_steps=30)
+    app.page.get_by_role("button", name="Train").click()
+    app.page.get_by_text("Finished all 30 steps").wait_for()
+    app.wait_until_painted(min_plots=5)  # the loss curve, then one matrix per head on "banana" (14 tokens)
+
+    assert app.exceptions() == []
+    assert app.layout_problems() == []
+    app.screenshot("training-sorter-phone")
