@@ -1,4 +1,5 @@
-"""The loss curve: one point per step, on a log axis that spans the planned run, light enough to redraw."""
+"""The loss curve: one point per step, on a log axis that spans the planned run, light enough to redraw; and the
+trained model's attention on an example word."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import math
 import numpy as np
 import plotly.io as pio
 import pytest
+import torch
 
-from lessons.training.figures import loss_curve
-from lessons.training.live import moving_average
+from lessons.training.figures import example_attention_figure, loss_curve
+from lessons.training.live import AttentionView, moving_average
 
 LOSSES = [3.4, 2.9, 2.2, 1.5, 0.9, 0.4]
 
@@ -91,3 +93,30 @@ def test_the_guessing_label_sits_on_its_line_on_the_log_axis():
 def test_the_title_is_set_only_when_given():
     assert loss_curve(LOSSES, 10).layout.title.text is None
     assert loss_curve(LOSSES, 10, title="Loss at every step").layout.title.text == "Loss at every step"
+
+
+def attention_view(kind: str, queries: tuple[str, ...], keys: tuple[str, ...]) -> AttentionView:
+    weights = torch.softmax(torch.randn(2, 2, len(queries), len(keys), generator=torch.Generator().manual_seed(0)), -1)
+    return AttentionView(weights, queries, keys, kind)
+
+
+def test_self_attention_is_the_apps_matrix_with_every_repeated_letter_in_its_own_column():
+    sorted_banana = ("<bos>", *"banana", "=", *"aaabnn")  # 14 tokens, "a" six times
+    view = attention_view("self-attention", sorted_banana, sorted_banana)
+    figure = example_attention_figure(view, layer=1, head=0)
+    (matrix,) = [trace for trace in figure.data if trace.type == "heatmap"]
+    assert np.allclose(np.asarray(matrix.z, dtype=np.float64), view.weights[1, 0].numpy(), atol=1e-7)
+    drawn = ("&lt;bos&gt;", *sorted_banana[1:])  # labels are escaped: plotly reads <...> as markup
+    assert list(matrix.x) == [f"{index}: {token}" for index, token in enumerate(drawn)]  # 14 columns
+    assert figure.layout.coloraxis.cmin == 0 and figure.layout.coloraxis.cmax == 1  # the fixed 0–1 scale
+    assert "self-attention, layer 1, head 0" in figure.layout.title.text
+
+
+def test_cross_attention_names_the_written_letters_down_and_the_source_letters_across():
+    view = attention_view("cross-attention", ("<bos>", *"cba"), tuple("abc"))
+    figure = example_attention_figure(view, layer=0, head=1)
+    (matrix,) = figure.data
+    assert list(figure.layout.yaxis.ticktext) == ["&lt;bos&gt;", "c", "b", "a"]
+    assert list(figure.layout.xaxis.ticktext) == ["a", "b", "c"]
+    assert (matrix.zmin, matrix.zmax) == (0.0, 1.0)
+    assert figure.layout.xaxis.title.text == "is read (key)" and figure.layout.yaxis.title.text == "reads (query)"
