@@ -123,8 +123,7 @@ def train(
     losses: list[float] = []
     start = time.perf_counter()
     for step in range(settings.steps):
-        batch = task.batch(task.sample_words(settings.batch_size, examples))
-        batch = Batch({name: tensor.to(device) for name, tensor in batch.inputs.items()}, batch.targets.to(device))
+        batch = task.batch(task.sample_words(settings.batch_size, examples)).to(device)
         loss = teacher_forced_loss(model, batch)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

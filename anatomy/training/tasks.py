@@ -79,6 +79,10 @@ class Batch:
     inputs: dict[str, Tensor]  # e.g. input_ids (B, T) and attention_mask (B, T)
     targets: Tensor  # (B, T) the next token's id, IGNORE_INDEX where nothing is scored
 
+    def to(self, device: torch.device | str) -> Batch:
+        """The same batch on `device` (the model's): batches are built on the CPU."""
+        return Batch({name: tensor.to(device) for name, tensor in self.inputs.items()}, self.targets.to(device))
+
 
 def _pad(rows: Sequence[Sequence[int]], value: int) -> Tensor:
     """(B, longest) ids, each row padded on the right with `value`."""
@@ -161,10 +165,9 @@ class LetterTask:
         """
         if not self.reads_only_earlier_tokens(model):
             return [written == self.answer(word) for written, word in zip(self.predict(model, words), words)]
-        device = next(model.parameters()).device
-        batch = self.batch(words)
-        logits = model(**{name: tensor.to(device) for name, tensor in batch.inputs.items()}).logits  # (B, T, V)
-        targets = batch.targets.to(device)  # (B, T), IGNORE_INDEX where nothing is answered
+        batch = self.batch(words).to(next(model.parameters()).device)
+        logits = model(**batch.inputs).logits  # (B, T, V)
+        targets = batch.targets  # (B, T), IGNORE_INDEX where nothing is answered
         right = (logits.argmax(dim=-1) == targets) | (targets == IGNORE_INDEX)  # greedy's choice: the first maximum
         return right.all(dim=1).tolist()
 

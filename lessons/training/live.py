@@ -196,10 +196,8 @@ def example_attention(model: nn.Module, task: LetterTask, word: str) -> Attentio
     reads the source through cross-attention: (T target tokens, S source letters).
     """
     task.check(word)
-    device = next(model.parameters()).device
     batch = task.batch([word])
-    inputs = {name: tensor.to(device) for name, tensor in batch.inputs.items()}
-    output = model(**inputs, trace=True)
+    output = model(**batch.to(next(model.parameters()).device).inputs, trace=True)
     decode = task.tokenizer.decode
     if isinstance(task, SortingTask):
         maps, kind = output.attentions, "self-attention"
