@@ -10,11 +10,13 @@ import numpy as np
 import plotly.graph_objects as go
 
 from lessons.common.labels import token_labels
+from lessons.common.matrix_figures import finish_panels
 from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, as_array, cell_frame, safe_label, style
 
 ScoreStage = Literal["raw", "scaled", "weights"]
 SIGNIFICANT_DIGITS = 4  # what a reader can compare by eye; fewer bytes per cell for long texts
 HIGHLIGHT_COLOUR = "#f59e0b"
+MIN_SCORE_ROWS = 3
 
 _STAGE_TITLES = {"raw": "QKᵀ", "scaled": "QKᵀ / √d", "weights": "softmax weight"}
 
@@ -124,15 +126,18 @@ def score_matrix(
     highlight: tuple[int, int] | None = None,
 ) -> go.Figure:
     """One stage of the (query × key) score matrix. Hovering a cell shows its whole story:
-    q·k = raw, ÷√d = scaled, and the softmax weight it became. `highlight` outlines one cell."""
+    q·k = raw, ÷√d = scaled, and the softmax weight it became. `highlight` outlines one cell.
+
+    The colour bar lies under the matrix, as under the lesson's other matrices: beside a matrix of a few rows
+    it would be as short as they are, and on a phone its five numbers (−40 to 40) stood on each other."""
     raw, scaled, weight = (round_significant(m) for m in (raw_scores, scaled_scores, weights))
     shown = {"raw": raw, "scaled": scaled, "weights": weight}[stage]
     rows, columns = _category_names(row_labels), _category_names(column_labels)
     if stage == "weights":
-        colours = dict(colorscale=ATTENTION_SCALE, zmin=0.0, zmax=1.0)
+        colours = dict(colorscale=ATTENTION_SCALE, cmin=0.0, cmax=1.0)
     else:
         bound = _largest_magnitude(shown)
-        colours = dict(colorscale=DIVERGING_SCALE, zmin=-bound, zmax=bound)
+        colours = dict(colorscale=DIVERGING_SCALE, cmin=-bound, cmax=bound)
     figure = go.Figure(
         go.Heatmap(
             z=shown.astype(np.float32),
@@ -146,13 +151,17 @@ def score_matrix(
                 "softmax weight = %{customdata[2]:.4g}<extra></extra>"
             ),
             texttemplate="%{z:.4g}" if show_values else None,
-            **colours,
+            coloraxis="coloraxis",
         )
     )
+    figure.update_layout(coloraxis=colours)
     _label_axes(figure, "query", "key", len(rows), len(columns))
     if highlight is not None:
         figure.add_shape(cell_frame(*highlight, HIGHLIGHT_COLOUR))
-    return _fit_height(style(figure, title or _STAGE_TITLES[stage]), len(rows))
+    # At least MIN_SCORE_ROWS rows' height: one query's row alone (an exercise's figure) was left two pixels
+    # under its title, its key labels and their axis title.
+    height = _height_for(max(len(rows), MIN_SCORE_ROWS))
+    return finish_panels(figure, title or _STAGE_TITLES[stage], height, needed_px=None, titles_under=False)
 
 
 def full_pattern(weights, labels: Sequence[str], title: str = "") -> go.Figure:
@@ -236,7 +245,11 @@ def _largest_magnitude(values: np.ndarray) -> float:
     return float(np.max(np.abs(values[np.isfinite(values)]), initial=0.0)) or 1.0
 
 
-def _fit_height(figure: go.Figure, rows: int) -> go.Figure:
+def _height_for(rows: int) -> int:
     """Tall enough for every row label, never taller than a screen."""
-    figure.update_layout(height=min(120 + 34 * rows, 760))
+    return min(120 + 34 * rows, 760)
+
+
+def _fit_height(figure: go.Figure, rows: int) -> go.Figure:
+    figure.update_layout(height=_height_for(rows))
     return figure

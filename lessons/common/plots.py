@@ -329,7 +329,14 @@ def with_measured_margins(figure: go.Figure, **margins_px: int) -> go.Figure:
     """`figure` with the margins that plotly's automargin arrives at for its labels, title, legend and colour bar,
     read back in Chromium (`_fullLayout._size`) at desktop and phone widths and given before it draws: plotly then
     draws once, instead of drawing, measuring what it drew and drawing again. Where the text is larger than
-    measured (presentation style, a title that wraps), automargin still pushes them further."""
+    measured (presentation style, a title that wraps), automargin still pushes them further.
+
+    The top margin is measured under a one-line title. Each line of subtitle adds its height to it: plotly's
+    automargin makes room for the title and for the labels on top each on its own, not for both, and on a
+    phone a subtitle sat on the axis title above a matrix."""
+    subtitle = figure.layout.title.subtitle.text
+    if subtitle and "t" in margins_px:
+        margins_px["t"] += SUBTITLE_LINE_PX * (subtitle.count("<br>") + 1)
     return figure.update_layout(margin=margins_px)
 
 

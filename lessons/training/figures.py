@@ -102,8 +102,9 @@ def log_axis_ticks(log_range: Sequence[float] | None) -> dict:
 
 
 def first_bets_figure(tokens: Sequence[str], probabilities: Sequence[float], title: str = "") -> go.Figure:
-    """A fresh model's bet on each token of its vocabulary, one bar per token in id order, with the level of
-    an even bet, 1 / V, drawn as a dashed line: the bars of a model that knows nothing stand close to it."""
+    """A fresh model's bet on each token of its vocabulary, averaged over the answer letters of its first batch,
+    one bar per token in id order, with the level of an even bet, 1 / V, drawn as a dashed line: the bars of a
+    model that knows nothing stand close to it."""
     values = np.asarray(probabilities, dtype=np.float64)
     names = [safe_label(token) for token in tokens]
     figure = go.Figure(
@@ -112,13 +113,14 @@ def first_bets_figure(tokens: Sequence[str], probabilities: Sequence[float], tit
             y=values,
             name="probability",
             marker_color=AVERAGE_COLOUR,
-            hovertemplate="%{x}<br>probability %{y:.4f}<extra></extra>",
+            hovertemplate="%{x}<br>mean probability %{y:.4f}<extra></extra>",
         )
     )
     even = 1 / len(values)
     chance_line(figure, even, f"an even bet: 1/{len(values)} = {even:.4f}", label_y=even)
     figure.update_xaxes(type="category", title="token", tickangle=-60)
-    figure.update_yaxes(title="probability, averaged over the answer letters", range=[0, max(values.max(), even) * 1.4])
+    # A short axis title: "probability, averaged over the answer letters" ran up past the axis into the title.
+    figure.update_yaxes(title="mean probability", range=[0, max(values.max(), even) * 1.4])
     return style(figure, title, height=360)
 
 

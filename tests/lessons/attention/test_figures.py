@@ -66,11 +66,23 @@ def test_the_weights_stage_uses_the_fixed_zero_to_one_scale_and_can_outline_a_ce
         highlight=(2, 1),
     )
     trace = figure.data[0]
-    assert (trace.zmin, trace.zmax) == (0.0, 1.0)
+    assert (figure.layout.coloraxis.cmin, figure.layout.coloraxis.cmax) == (0.0, 1.0)
     assert np.allclose(trace.z, STEPS.weights.numpy(), rtol=1e-3)
     assert trace.texttemplate is None
     (outline,) = figure.layout.shapes
     assert (outline.x0, outline.x1, outline.y0, outline.y1) == (0.5, 1.5, 1.5, 2.5)
+
+
+def test_a_score_matrix_keeps_its_colour_bar_under_it_and_room_for_a_single_row():
+    """Beside three rows a colour bar is as short as they are (its numbers overlapped on a phone); one row alone
+    must still get room under its title and its key labels (an exercise draws one query's row)."""
+    args = (STEPS.raw_scores, STEPS.scaled_scores, STEPS.weights, STEPS.tokens, STEPS.tokens, "raw")
+    three = score_matrix(*args)
+    assert three.data[0].coloraxis == "coloraxis"
+    assert three.layout.coloraxis.colorbar.orientation == "h"
+    assert (three.layout.coloraxis.cmin, three.layout.coloraxis.cmax) == (-48.0, 48.0)  # q_love · k_love = 48
+    one = score_matrix(*(matrix[1:2] for matrix in args[:3]), STEPS.tokens[1:2], STEPS.tokens, "weights")
+    assert one.layout.height == three.layout.height
 
 
 def test_projection_panels_put_q_k_and_v_side_by_side_on_one_scale():
