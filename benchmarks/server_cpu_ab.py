@@ -5,10 +5,13 @@ served side by side in hosted mode and put under the same room of students in tu
     python benchmarks/server_cpu_ab.py --profile [ROUND]  # also a py-spy profile of each server in that round (1st)
     python benchmarks/server_cpu_ab.py --tree-threads 1  # the working tree served as the hall serves a replica
     python benchmarks/server_cpu_ab.py --tree-env OMP_WAIT_POLICY=PASSIVE  # the working tree in another environment
+    python benchmarks/server_cpu_ab.py --trainers 0 --writers 0  # only the students who read (see below)
 
 The room is the load test's (harness/load.py: websocket students with their own texts, every fifth a trainer),
 plus `--writers` students of lesson 9 (SmolLM2 writing after their own text, and its attention), so both
-servers serve SmolLM2 (ANATOMY_LANGUAGE_MODEL=1). Each round loads one server, then the other, in an order
+servers serve SmolLM2 (ANATOMY_LANGUAGE_MODEL=1). `--trainers 0 --writers 0` leaves out the trainers and the
+writers, whose runs and 40-token answers are the room's longest computations, to show what the views of the
+students who only read cost. Each round loads one server, then the other, in an order
 drawn afresh; the servers live across rounds, as a replica does. What counts is the server's CPU time (user
 plus system, from /proc) divided by the views it served: on a shared machine that moves far less than wall time.
 Printed: the median over rounds for each server and their ratio, and after each round the server's resident
@@ -86,13 +89,15 @@ async def writer(base_url: str, session: int, deadline: float, began: float, tal
         await tab.close()
 
 
-async def one_load(server: Server, sessions: int, duration: float, writers: int) -> tuple[float, int, list[str]]:
+async def one_load(
+    server: Server, sessions: int, duration: float, writers: int, trainers: int
+) -> tuple[float, int, list[str]]:
     """The room on one server: (server CPU seconds, views served, errors)."""
     await websocket_warm_up(server.url)
     writers_tally, cpu_before = Tally(), server.cpu_seconds()
     began = time.monotonic()
     room, *_ = await asyncio.gather(
-        drive(server, "websocket", sessions, duration, sessions // 5),
+        drive(server, "websocket", sessions, duration, trainers),
         *(writer(server.url, FIRST_WRITER + index, began + duration, began, writers_tally) for index in range(writers)),
     )
     cpu = server.cpu_seconds() - cpu_before
@@ -142,6 +147,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sessions", type=int, default=20, help="the load test's students (every fifth trains)")
     parser.add_argument("--writers", type=int, default=2, help="students of lesson 9 besides them")
+    parser.add_argument("--trainers", type=int, help="how many of the students train (default: every fifth)")
     parser.add_argument("--duration", type=float, default=40.0, help="seconds of load per server and round")
     parser.add_argument(
         "--profile",
@@ -169,6 +175,7 @@ def main() -> None:
     threads = {"OMP_NUM_THREADS": str(arguments.tree_threads)} if arguments.tree_threads else {}
     extra = dict(setting.split("=", 1) for setting in arguments.tree_env)
     tree_environment = ENVIRONMENT | threads | extra
+    trainers = arguments.sessions // 5 if arguments.trainers is None else arguments.trainers
     cpu_per_view: dict[str, list[float]] = {"base": [], "tree": []}
     profiles: dict[str, list] = {}
     with tempfile.TemporaryDirectory(prefix="server-cpu-ab-") as folder:
@@ -186,7 +193,7 @@ def main() -> None:
                         if arguments.profile == round_number + 1:
                             profiles[name] = start_profiles(servers[name], arguments.duration + 15, name)
                         cpu, views, errors = asyncio.run(
-                            one_load(servers[name], arguments.sessions, arguments.duration, arguments.writers)
+                            one_load(servers[name], arguments.sessions, arguments.duration, arguments.writers, trainers)
                         )
                         cpu_per_view[name].append(cpu / max(1, views))
                         print(
