@@ -65,3 +65,16 @@ def test_larger_text_moves_upright_colour_bar_titles_beside_the_bar_where_its_to
     assert larger.data[0].colorbar.title.side == "right" and larger.layout.coloraxis.colorbar.title.side == "right"
     assert larger.data[1].colorbar.title.side is None  # a bar lying under its chart keeps its title
     assert figure.data[0].colorbar.title.side is None
+
+
+def test_larger_text_makes_a_colour_bar_measured_in_pixels_as_much_longer_as_its_numbers():
+    from lessons.common.matrix_figures import COLOUR_BAR_UNDER
+    from lessons.common.plots import with_larger_text
+
+    figure = go.Figure(go.Heatmap(z=[[-40.0, 40.0]], coloraxis="coloraxis"))
+    figure.add_trace(go.Heatmap(z=[[1.0]], colorbar=dict(len=0.5)))  # a fraction of the plot: grows with it
+    figure.update_layout(coloraxis=dict(colorbar=COLOUR_BAR_UNDER))
+    larger = with_larger_text(figure, 1.35)
+    assert larger.layout.coloraxis.colorbar.len == round(COLOUR_BAR_UNDER["len"] * 1.35)
+    assert larger.data[1].colorbar.len == 0.5
+    assert figure.layout.coloraxis.colorbar.len == COLOUR_BAR_UNDER["len"]  # a cached figure stays
