@@ -74,12 +74,12 @@ def test_check_without_an_answer_asks_for_one_and_reveals_nothing():
 
 def test_the_tally_counts_the_first_answer_to_each_exercise_of_the_session():
     app = answer_exercise(open_exercise(PAGE, "count", text="a cat"), 4)  # right: [CLS] a cat [SEP]
-    assert check_yourself.TALLY.format(right=1, answered=1, plural="") in [item.value for item in app.caption]
+    assert "This session: 1 of 1 exercise answered right." in [item.value for item in app.caption]
     app.session_state["text"] = "a dog"  # another text: another question
     app.run()
     assert exercise_field(app) is not None
     answer_exercise(app, 9)  # wrong
-    assert check_yourself.TALLY.format(right=1, answered=2, plural="s") in [item.value for item in app.caption]
+    assert "This session: 1 of 2 exercises answered right." in [item.value for item in app.caption]
 
 
 @pytest.mark.parametrize("name", list(HOSTILE_TEXTS))

@@ -29,14 +29,17 @@ def test_the_spread_reaches_the_lecturer_and_the_reveal_reaches_the_student_with
         student.open("tokenization", text="a cat", exercise="count", **{"class": started.code})
         expect(student.page.get_by_text("Class: Lecture 3: tokens")).to_be_visible()
         student.screenshot("class-student-banner-phone")
+        assert student.layout_problems() == []
         student.page.get_by_label("Your answer").fill("4")  # [CLS] a cat [SEP]
         student.page.get_by_role("button", name="Check", exact=True).click()
         expect(student.page.get_by_text("is recorded for the class")).to_be_visible()
+        expect(student.page.get_by_text("1 answer waiting for your lecturer's reveal")).to_be_visible()  # not "right"
         assert student.plot_count() == 0  # the lesson's figures wait for the reveal
 
         expect(lecturer.page.get_by_text("1 answered")).to_be_visible(timeout=LIVE_TIMEOUT_MS)
         lecturer.wait_until_painted(min_plots=1)
         lecturer.screenshot("class-lecturer-live-spread-presentation")
+        assert lecturer.layout_problems() == []
         lecturer.page.get_by_role("button", name="Reveal to the class").click()
         expect(lecturer.page.get_by_text("Revealed: the answer is 4")).to_be_visible()
 
@@ -44,6 +47,8 @@ def test_the_spread_reaches_the_lecturer_and_the_reveal_reaches_the_student_with
         expect(student.page.get_by_text("How the class answered")).to_be_visible()
         student.wait_until_painted(min_plots=1)
         student.screenshot("class-student-after-reveal-phone")
+        assert student.layout_problems() == []
+        expect(student.page.get_by_text("This session: 1 of 1 exercise answered right.")).to_be_visible()
         assert lecturer.exceptions() == [] and student.exceptions() == []
         assert lecturer.requests_off_loopback() == [] and student.requests_off_loopback() == []
         log = (ARTIFACTS / "streamlit-class.log").read_text(encoding="utf-8")

@@ -29,6 +29,7 @@ def test_the_default_tour_is_clicked_and_keyed_through_end_to_end(app):
     app.open("", tour="default", stop=1)
     assert f"stop 1 of {STOPS}" in progress_text(app)
     app.screenshot("tour-stop-1")
+    assert app.layout_problems() == []
     app.page.get_by_role("button", name="Next").click()
     wait_for_stop(app, 2)
     assert app.title() == "Tokenization" and f"stop 2 of {STOPS}" in progress_text(app)
@@ -127,6 +128,7 @@ def test_a_lecturer_builds_a_tour_from_three_views_downloads_it_and_plays_it(app
     add_this_view(app, 3)
     assert not app.exceptions()
     app.screenshot("tour-builder")
+    assert app.layout_problems() == []
     with app.page.expect_download() as started:
         app.page.get_by_role("button", name="Download as TOML").click()
     assert started.value.suggested_filename == "attention-day-1.toml"

@@ -109,6 +109,25 @@ def test_an_answer_is_recorded_for_the_class_and_its_reveal_waits_for_the_lectur
     assert app.get("plotly_chart")
 
 
+def tally(app) -> str:
+    return "\n".join(item.value for item in app.caption if item.value.startswith("This session"))
+
+
+def test_before_the_reveal_the_tally_does_not_say_whether_an_answer_was_right(store):
+    started = store.start_class("Lecture 3", 90)
+    app = answer_exercise(open_exercise(LESSON, "count", text="a cat", query={"class": started.code}), 4)
+    said_for_a_right_answer = tally(app)
+    assert said_for_a_right_answer == "This session: 1 answer waiting for your lecturer's reveal."
+    assert "come back with the answer, when your lecturer reveals it" in "\n".join(item.value for item in app.caption)
+    assert tally(answer_exercise(app, 5)) == said_for_a_right_answer  # a wrong one reads the same
+
+    (spread,) = store.spread(started.code, started.lecturer_key)
+    store.reveal(started.code, started.lecturer_key, spread.question.asked)
+    time.sleep(class_ui.REVEAL_CACHE_SECONDS)
+    app.run()
+    assert tally(app) == "This session: 0 of 1 exercise answered right."
+
+
 def test_outside_a_class_an_answer_is_revealed_at_once_and_nothing_is_stored(store):
     app = answer_exercise(open_exercise(LESSON, "count", text="a cat"), 4)
     assert any(item.value.startswith("Right") for item in app.success)

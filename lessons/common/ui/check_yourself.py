@@ -5,7 +5,8 @@ holds back its own figures too, which would give the answer away. The answer, wh
 with it marked are drawn in the run that Check starts, never before. The link carries
 the open exercise (`?exercise=pieces`), so a teacher can send an exercise on a given text. The session keeps
 a tally: how many exercises were answered and how many of them right (an answer can be changed only in a
-class, before the lecturer's reveal: the last one counts).
+class, before the lecturer's reveal: the last one counts). Until that reveal the tally counts the answer as
+waiting, neither right nor wrong: telling it sooner would give the answer away.
 """
 
 from __future__ import annotations
@@ -25,11 +26,14 @@ NOT_NOW = NONE_OPEN
 _COMMITTED = "_exercise_committed"  # session state: identity -> (the response, whether it was right)
 _EMPTY_CHECK = "_exercise_empty_check"  # session state: the field whose Check was pressed without an answer
 TITLE = "Check yourself"
-TALLY = "This session: {right} of {answered} exercise{plural} answered right."
+TALLY = "{right} of {answered} exercise{plural} answered right"
+# In a class an answer's verdict waits for the lecturer's reveal, and the tally must not tell it sooner.
+WAITING = "{waiting} answer{plural} waiting for your lecturer's reveal"
 NOTHING_TO_ASK = (
     "This exercise has nothing to ask about what the page shows now: try another text (or word), or another exercise."
 )
 HELD_BACK = "The lesson's figures come back once you have answered: they would give the answer away."
+HELD_UNTIL_REVEAL = "The lesson's figures come back with the answer, when your lecturer reveals it."
 INTRO = (
     "Predict first, then check: each question is computed from the text you study, so it changes with it. "
     "The answer, and the lesson's figures, appear once you have committed to yours."
@@ -80,7 +84,7 @@ def ask(exercise: Exercise, name: str, title: str = "") -> bool:
         )
     if st.session_state.pop(_EMPTY_CHECK, None) == widget_key:
         st.warning("Choose or type an answer first, then press Check.")
-    st.caption(HELD_BACK)
+    st.caption(HELD_UNTIL_REVEAL if asked in committed else HELD_BACK)
     return True
 
 
@@ -134,13 +138,25 @@ def reveal(exercise: Exercise, response: Any, right: bool, widget_key: str) -> N
         charts.show(exercise.figure(), key=f"{widget_key}_figure")
 
 
-def tally() -> tuple[int, int]:
-    """(answered right, answered) in this session."""
+def tally() -> tuple[int, int, int]:
+    """(answered right, answered, waiting) in this session: the answers whose verdict is shown, how many of them
+    right, and the answers still waiting for a class's reveal (counted apart, neither right nor wrong yet)."""
     committed = st.session_state.get(_COMMITTED, {})
-    return sum(right for _, right in committed.values()), len(committed)
+    waiting = {asked for asked in committed if classroom.awaits_reveal(asked)}
+    shown = [right for asked, (_, right) in committed.items() if asked not in waiting]
+    return sum(shown), len(shown), len(waiting)
 
 
 def show_tally() -> None:
-    right, answered = tally()
-    if answered:
-        st.caption(TALLY.format(right=right, answered=answered, plural="s" if answered != 1 else ""))
+    """The tally under the exercises: "This session: 2 of 3 exercises answered right; 1 answer waiting for your
+    lecturer's reveal." """
+    right, answered, waiting = tally()
+    said = [TALLY.format(right=right, answered=answered, plural=plural(answered))] if answered else []
+    if waiting:
+        said.append(WAITING.format(waiting=waiting, plural=plural(waiting)))
+    if said:
+        st.caption(f"This session: {'; '.join(said)}.")
+
+
+def plural(count: int) -> str:
+    return "" if count == 1 else "s"
