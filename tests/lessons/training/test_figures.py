@@ -10,7 +10,7 @@ import plotly.io as pio
 import pytest
 import torch
 
-from lessons.training.figures import example_attention_figure, loss_curve
+from lessons.training.figures import example_attention_figure, first_bets_figure, loss_curve
 from lessons.training.live import AttentionView, moving_average
 
 LOSSES = [3.4, 2.9, 2.2, 1.5, 0.9, 0.4]
@@ -88,6 +88,21 @@ def test_the_guessing_label_sits_on_its_line_on_the_log_axis():
     assert (label.yref, level.yref) == ("y", "y")
     assert 10**label.y == pytest.approx(level.y0) == pytest.approx(chance)
     assert label.yanchor == "bottom" and label.text == "guessing: 3.40"
+
+
+def test_the_even_bet_label_stands_above_the_bars_it_would_otherwise_cover():
+    probabilities = [0.030, 0.037, 0.033, 0.036, 0.031]
+    figure = first_bets_figure(list("abcde"), probabilities)
+    (line,) = figure.layout.shapes
+    (label,) = figure.layout.annotations
+    assert line.y0 == line.y1 == pytest.approx(1 / 5)
+    assert label.text == "dashed: an even bet, 1/5 = 0.2000" and label.yanchor == "bottom"
+    assert label.y > 1 / 5 and figure.layout.yaxis.range[1] > label.y  # above the line and the bars, inside
+
+    probabilities = [0.030, 0.037, 0.033, 0.036, 0.031, *[0.833 / 25] * 25]  # 30 tokens, as the sorter has
+    figure = first_bets_figure([f"t{index}" for index in range(30)], probabilities)
+    (label,) = figure.layout.annotations
+    assert label.y > max(probabilities) and figure.layout.yaxis.range[1] > label.y
 
 
 def test_the_title_is_set_only_when_given():
