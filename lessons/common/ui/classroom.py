@@ -231,10 +231,9 @@ def awaits_reveal(asked: str) -> bool:
 def waiting_for_reveal(asked: str, response: Any, exercise: exercises.Exercise) -> bool:
     """Below a committed answer: True, in a class, until the lecturer reveals the answer (the page holds its
     figures back and offers to change the answer meanwhile, and says whether the answer is recorded)."""
-    if not awaits_reveal(asked):
-        return False
     joined = membership()
-    assert joined is not None  # awaits_reveal holds only in a class
+    if joined is None or not awaits_reveal(asked):
+        return False
     _wait_for_reveal(joined.code, asked, response, exercise)
     return True
 
