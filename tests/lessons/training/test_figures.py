@@ -1,5 +1,5 @@
-"""The loss curve: one point per step, on a log axis that spans the planned run, light enough to redraw; and the
-trained model's attention on an example word."""
+"""The loss curve: one point per step, on a log axis that spans the planned run, light enough to redraw; a fresh
+model's first bets with the even bet's level; and the trained model's attention on an example word."""
 
 from __future__ import annotations
 
