@@ -25,6 +25,7 @@ KEY = LINK_KEY  # link key and session state: the open exercise, by its name in 
 NOT_NOW = NONE_OPEN
 _COMMITTED = "_exercise_committed"  # session state: identity -> (the response, whether it was right)
 _EMPTY_CHECK = "_exercise_empty_check"  # session state: the field whose Check was pressed without an answer
+_SHOWN = "_exercise_verdict_shown"  # session state: the committed answers whose verdict the page has shown
 TITLE = "Check yourself"
 TALLY = "{right} of {answered} exercise{plural} answered right"
 # In a class an answer's verdict waits for the lecturer's reveal, and the tally must not tell it sooner.
@@ -71,6 +72,7 @@ def ask(exercise: Exercise, name: str, title: str = "") -> bool:
         response, _ = committed[asked]
         if not classroom.waiting_for_reveal(asked, response, exercise):
             reveal(exercise, *committed[asked], widget_key)
+            st.session_state.setdefault(_SHOWN, set()).add(asked)
             classroom.show_class_spread(asked)
             return False
     with st.form(f"{widget_key}_form", border=False, enter_to_submit=True):
@@ -139,12 +141,13 @@ def reveal(exercise: Exercise, response: Any, right: bool, widget_key: str) -> N
 
 
 def tally() -> tuple[int, int, int]:
-    """(answered right, answered, waiting) in this session: the answers whose verdict is shown, how many of them
-    right, and the answers still waiting for a class's reveal (counted apart, neither right nor wrong yet)."""
+    """(answered right, answered, waiting) in this session. It tells no more than the page has shown: an answer
+    counts as right or wrong once its verdict has been drawn, and until then (in a class, before the lecturer's
+    reveal) as waiting, neither. It asks no database."""
     committed = st.session_state.get(_COMMITTED, {})
-    waiting = {asked for asked in committed if classroom.awaits_reveal(asked)}
-    shown = [right for asked, (_, right) in committed.items() if asked not in waiting]
-    return sum(shown), len(shown), len(waiting)
+    shown = st.session_state.get(_SHOWN, set())
+    verdicts = [right for asked, (_, right) in committed.items() if asked in shown]
+    return sum(verdicts), len(verdicts), len(committed) - len(verdicts)
 
 
 def show_tally() -> None:

@@ -219,20 +219,13 @@ def is_recorded(asked: str) -> bool:
     return asked not in st.session_state.get(_PENDING, {}) and asked not in st.session_state.get(_REFUSED, set())
 
 
-def awaits_reveal(asked: str) -> bool:
-    """Whether a committed answer's verdict waits for the lecturer: in an open class that records it, until
-    the reveal (not in a class, or in one that will never record it, the answer is shown at once)."""
-    joined = membership()
-    if joined is None or asked in st.session_state.get(_REFUSED, set()) or not joined.info.is_open():
-        return False
-    return _revealed(joined.code, asked) is None
-
-
 def waiting_for_reveal(asked: str, response: Any, exercise: exercises.Exercise) -> bool:
     """Below a committed answer: True, in a class, until the lecturer reveals the answer (the page holds its
     figures back and offers to change the answer meanwhile, and says whether the answer is recorded)."""
     joined = membership()
-    if joined is None or not awaits_reveal(asked):
+    if joined is None or asked in st.session_state.get(_REFUSED, set()) or not joined.info.is_open():
+        return False  # not in a class, or one that will never record it: the answer is shown at once
+    if _revealed(joined.code, asked) is not None:
         return False
     _wait_for_reveal(joined.code, asked, response, exercise)
     return True
