@@ -14,6 +14,8 @@ import re
 import numpy as np
 import plotly.graph_objects as go
 
+from lessons.common.words import counted
+
 MAX_TRACES = 3  # traces described one by one; the rest are counted
 MAX_LABEL_CHARACTERS = 24
 
@@ -51,7 +53,7 @@ def _describe_heatmap(trace: go.Heatmap) -> str:
     row, column = (int(index) for index in np.unravel_index(np.nanargmax(values), values.shape))
     where = f"row {_label(trace.y, row)}, column {_label(trace.x, column)}"
     return (
-        f"a heatmap of {rows} row{_s(rows)} by {columns} column{_s(columns)}, values from {_number(np.nanmin(values))}"
+        f"a heatmap of {counted(rows, 'row')} by {counted(columns, 'column')}, values from {_number(np.nanmin(values))}"
         f" to {_number(np.nanmax(values))}; the largest at {where}"
     )
 
@@ -63,7 +65,7 @@ def _describe_bars(trace: go.Bar) -> str:
         return "an empty bar chart"
     top = int(np.nanargmax(values))
     name = f" ({_plain(trace.name)})" if trace.name else ""
-    return f"{len(values)} bar{_s(len(values))}{name}, the tallest {_label(labels, top)} at {_number(values[top])}"
+    return f"{counted(len(values), 'bar')}{name}, the tallest {_label(labels, top)} at {_number(values[top])}"
 
 
 def _describe_scatter(trace: go.Scatter) -> str:
@@ -72,7 +74,7 @@ def _describe_scatter(trace: go.Scatter) -> str:
         return ""  # a legend entry without points
     kind = "line" if trace.mode is None or "lines" in trace.mode else "set of points"
     name = f" {_plain(trace.name)}" if trace.name else ""
-    return f"a {kind}{name} of {len(y)} point{_s(len(y))}, from {_number(np.nanmin(y))} to {_number(np.nanmax(y))}"
+    return f"a {kind}{name} of {counted(len(y), 'point')}, from {_number(np.nanmin(y))} to {_number(np.nanmax(y))}"
 
 
 def _has_data(trace) -> bool:
@@ -101,7 +103,3 @@ def _plain(text: str) -> str:
 
 def _number(value: float) -> str:
     return f"{value:,.2f}" if abs(value) < 1000 else f"{value:,.0f}"
-
-
-def _s(count: int) -> str:
-    return "" if count == 1 else "s"

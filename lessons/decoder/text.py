@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from anatomy.config import Seq2SeqConfig
 from lessons.common.safe_text import escape_markdown
+from lessons.common.words import counted
 from lessons.decoder import families
 
 INTRO = """
@@ -27,16 +28,12 @@ def reverser_failed(error: str) -> str:
     return f"The reverser could not be loaded: {escape_markdown(error)}"
 
 
-def _blocks(count: int, kind: str) -> str:
-    return f"{count} {kind} block{'' if count == 1 else 's'}"
-
-
 def reverser_description(
     config: Seq2SeqConfig, parameters: int, vocabulary_size: int, alphabet: str, special_tokens: Sequence[str]
 ) -> str:
     return (
-        f"The reverser has {_blocks(config.num_layers, 'encoder')} and "
-        f"{_blocks(config.num_decoder_layers, 'decoder')}, {config.num_heads} heads of width {config.head_width} "
+        f"The reverser has {counted(config.num_layers, 'encoder block')} and "
+        f"{counted(config.num_decoder_layers, 'decoder block')}, {config.num_heads} heads of width {config.head_width} "
         f"in every attention, model width {config.width}, {parameters:,} parameters. Its vocabulary has "
         f"{vocabulary_size} tokens: the letters {alphabet[0]}–{alphabet[-1]} and the special tokens "
         + ", ".join(f"`{token}`" for token in special_tokens)

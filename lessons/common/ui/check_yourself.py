@@ -20,6 +20,7 @@ import streamlit as st
 from lessons.common.exercises import LINK_KEY, NONE_OPEN, Exercise, Offer
 from lessons.common.safe_text import escape_markdown
 from lessons.common.ui import charts, classroom, linked
+from lessons.common.words import counted
 
 KEY = LINK_KEY  # link key and session state: the open exercise, by its name in the lesson's offers
 NOT_NOW = NONE_OPEN
@@ -27,9 +28,9 @@ _COMMITTED = "_exercise_committed"  # session state: identity -> (the response, 
 _EMPTY_CHECK = "_exercise_empty_check"  # session state: the field whose Check was pressed without an answer
 _SHOWN = "_exercise_verdict_shown"  # session state: the committed answers whose verdict the page has shown
 TITLE = "Check yourself"
-TALLY = "{right} of {answered} exercise{plural} answered right"
+TALLY = "{right} of {exercises} answered right"
 # In a class an answer's verdict waits for the lecturer's reveal, and the tally must not tell it sooner.
-WAITING = "{waiting} answer{plural} waiting for your lecturer's reveal"
+WAITING = "{answers} waiting for your lecturer's reveal"
 NOTHING_TO_ASK = (
     "This exercise has nothing to ask about what the page shows now: try another text (or word), or another exercise."
 )
@@ -154,12 +155,8 @@ def show_tally() -> None:
     """The tally under the exercises: "This session: 2 of 3 exercises answered right; 1 answer waiting for your
     lecturer's reveal." """
     right, answered, waiting = tally()
-    said = [TALLY.format(right=right, answered=answered, plural=plural(answered))] if answered else []
+    said = [TALLY.format(right=right, exercises=counted(answered, "exercise"))] if answered else []
     if waiting:
-        said.append(WAITING.format(waiting=waiting, plural=plural(waiting)))
+        said.append(WAITING.format(answers=counted(waiting, "answer")))
     if said:
         st.caption(f"This session: {'; '.join(said)}.")
-
-
-def plural(count: int) -> str:
-    return "" if count == 1 else "s"

@@ -22,6 +22,7 @@ from lessons.common import hosting, tours
 from lessons.common.safe_text import escape_markdown, visible
 from lessons.common.tours import Tour, TourError
 from lessons.common.ui import frame, linked, widgets
+from lessons.common.words import counted
 
 TOUR, STOP = tours.RESERVED_KEYS  # link keys and session state
 NO_TOUR = ""
@@ -273,5 +274,5 @@ def _your_own() -> None:
         st.error(visible(str(error)), icon=":material/error:")
         return
     offer_in_this_session(YOURS, yours)
-    st.caption(f"Read “{visible(yours.title)}”: {len(yours.stops)} stop{'s' if len(yours.stops) != 1 else ''}.")
+    st.caption(f"Read “{visible(yours.title)}”: {counted(len(yours.stops), 'stop')}.")
     st.button("Start your tour", key="tour_start_yours", icon=":material/play_arrow:", on_click=start, args=(YOURS,))
