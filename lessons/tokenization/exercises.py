@@ -9,7 +9,7 @@ from lessons.common.safe_text import code_span, visible
 from lessons.tokenization.figures import highlight_rows, token_highlight
 from lessons.tokenization.zoo import TokenRow, describe_tokens
 
-WHOLE_TEXT_LINES = 12  # lines of the text the reveal's figure draws
+WHOLE_TEXT_LINES = 24  # lines of the text the reveal's figure draws
 
 
 def words_of(rows: tuple[TokenRow, ...]) -> list[list[TokenRow]]:

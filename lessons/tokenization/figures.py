@@ -26,13 +26,17 @@ CELL_KINDS = (
 TOKEN_KINDS = ("word", "continuation", "unknown")
 _FIRST_CODE = {"word": 1, "continuation": 3, "unknown": 5}
 ROW_HEIGHT = 24  # pixels per line of characters
+# Characters per line. Every cell must be as wide as its glyph (9 px in the 14 px monospace font) on the
+# narrowest chart: on a phone the cells get about 300 px, on a desktop zoomed to 150 % about 470. At 64 a line the
+# letters of a phone's strip stood on each other (cells of 5 px); at 32 they have 9.4 px or more.
+LINE_WIDTH = 32
 # The legend stands below the text, one kind per line: a line of all four is wider than a phone, and plotly
 # would fold it into a box that scrolls over the text. Four lines of about 20 px, and the title above.
 LEGEND_HEIGHT = 4 * 20 + 10
 TITLE_HEIGHT = 60
 
 
-def highlight_rows(texts: Sequence[str], line_width: int = 64) -> list[tuple[int, int, int] | None]:
+def highlight_rows(texts: Sequence[str], line_width: int = LINE_WIDTH) -> list[tuple[int, int, int] | None]:
     """The rows `token_highlight` lays the texts out in: (sentence, offset of the first character, end) per
     line, and None for the empty row between two sentences."""
     rows: list[tuple[int, int, int] | None] = []
@@ -48,7 +52,7 @@ def token_highlight(
     token_labels: Sequence[str],
     spans: Sequence[tuple[int, int, int]],
     kinds: Sequence[str],
-    line_width: int = 64,
+    line_width: int = LINE_WIDTH,
     sentence_names: Sequence[str] | None = None,
     title: str = "",
     first_row: int = 0,

@@ -17,8 +17,7 @@ from lessons.common.ui.sidebar import StudyContext
 from lessons.tokenization import links, text, zoo
 from lessons.tokenization.figures import embedding_rows, highlight_rows, token_highlight
 
-LINE_WIDTH = 64  # characters per line in the highlighted text
-HIGHLIGHT_LINES = 12  # lines of it drawn at once: each character is a text element the browser lays out
+HIGHLIGHT_LINES = 24  # lines of it drawn at once: each character is a text element the browser lays out
 OPEN_TABLE_TOKENS = 64  # texts up to this many tokens open their token table by themselves
 EMBEDDING_WINDOW = 64  # token rows of the embedding heatmap drawn at once
 # Each name is the EmbeddingTrace field it shows, so the table and the heatmap read the same tensor.
@@ -115,7 +114,7 @@ def show_tokens(rows, texts: tuple[str, ...], notes: str, vocab_size: int) -> No
     st.markdown(text.continuation_pieces(notes))
     spans = [(row.sentence, row.start, row.end) for row in rows]
     kinds = ["unknown" if row.unknown else "continuation" if row.continuation else "word" for row in rows]
-    num_lines = len(highlight_rows(texts, LINE_WIDTH))
+    num_lines = len(highlight_rows(texts))
     first_line = linked.slider(
         f"First line drawn (showing {HIGHLIGHT_LINES} of {num_lines} lines)",
         links.FIRST_LINE,
@@ -128,7 +127,6 @@ def show_tokens(rows, texts: tuple[str, ...], notes: str, vocab_size: int) -> No
         [row.token for row in rows],
         spans,
         kinds,
-        LINE_WIDTH,
         title="Where each token comes from (hover a character)",
         first_row=first_line,
         max_rows=HIGHLIGHT_LINES,

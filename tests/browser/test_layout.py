@@ -112,3 +112,38 @@ def test_each_step_of_the_worked_example_on_a_phone_draws_no_label_over_another(
     if problems:
         app.screenshot(f"layout-phone-example-{step.replace(' ', '_')}")
     assert problems == []
+
+
+# The tokenization lesson's strip draws the text one character a cell. The layout check leaves the text inside
+# heatmap cells out (a matrix hides its numbers where they have no room), so the strip's letters are measured
+# here: each letter's box against the next one's on its line.
+LETTERS_ON_LETTERS = """() => {
+  const strip = [...document.querySelectorAll('.js-plotly-plot')]
+    .find(plot => (plot.layout.title.text || '').replace(/<[^>]+>/g, '').startsWith('Where each token comes from'));
+  const letters = [...strip.querySelectorAll('.heatmaplayer text')]
+    .map(letter => ({text: letter.textContent, box: letter.getBoundingClientRect()}));
+  const overlaps = [];
+  letters.slice(1).forEach((letter, index) => {
+    const before = letters[index];
+    if (Math.abs(letter.box.top - before.box.top) < 2 && letter.box.left < before.box.right - 0.5) {
+      overlaps.push(`${before.text}|${letter.text}`);
+    }
+  });
+  return {letters: letters.length, overlaps};
+}"""
+STRIP_TEXT = "The quick brown fox jumps over the lazy dog: WWWWW mmmmm 0123456789 (again)."
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("size", ["phone", "zoom150"])
+def test_the_letters_of_the_token_strip_never_stand_on_each_other(page, app_server, size):
+    """Found so (2026-11-30): at 64 characters a line, a phone's cells were 5 px wide for 9 px letters."""
+    width, height = SIZES[size]
+    page.set_viewport_size({"width": width, "height": height})
+    app = AppPage(page, app_server.url)
+    app.open("tokenization", min_plots=1, text=STRIP_TEXT)
+    drawn = page.evaluate(LETTERS_ON_LETTERS)
+    if drawn["overlaps"]:
+        app.screenshot(f"layout-{size}-token-strip")
+    assert drawn["letters"] == len(STRIP_TEXT)  # every character drawn, a space as a middle dot
+    assert drawn["overlaps"] == []

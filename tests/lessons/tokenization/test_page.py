@@ -108,7 +108,7 @@ def test_the_unknown_table_names_the_characters_each_unk_replaced(opened):
 def test_the_highlight_colours_the_emoji_as_unknown(opened):
     highlight = plotly_figures(opened)[0]
     codes = numbers(highlight["data"][0]["z"])
-    assert codes.shape == (1, 64)
+    assert codes.shape == (1, 32)  # one line of 32 characters
     # "Tokenization" is a word start (token 1, odd shade 2) and a ## piece (token 2, even shade 3);
     # the emoji at offset 25 is [UNK] (5).
     assert list(codes[0, :13]) == [2] * 5 + [3] * 7 + [0]
@@ -267,22 +267,22 @@ def test_a_text_past_512_tokens_is_drawn_and_compared_only_as_far_as_the_model_r
     assert "602 tokens" in app.warning[0].value
     assert not app.dataframe  # 512 rows wait in a closed expander
     assert len(tokens_table(open_expander(app, "tok_table"))) == 512
-    # The 510 words kept span "word " * 509 + "word": 2,549 characters, 40 lines of 64, drawn 12 at a time.
-    assert app.slider(key=links.FIRST_LINE).max == 28
-    assert numbers(plotly_figures(app)[0]["data"][0]["z"]).shape == (12, 64)
+    # The 510 words kept span "word " * 509 + "word": 2,549 characters, 80 lines of 32, drawn 24 at a time.
+    assert app.slider(key=links.FIRST_LINE).max == 56
+    assert numbers(plotly_figures(app)[0]["data"][0]["z"]).shape == (24, 32)
     assert metric(open_tab(ZOO_TAB, "word " * 600), "WordPiece, 30,522 pieces") == "510 tokens"
 
 
-def test_a_long_text_is_highlighted_twelve_lines_at_a_time_from_the_line_the_link_names():
-    text = "attention " * 100  # 999 characters: 16 lines of 64
+def test_a_long_text_is_highlighted_twenty_four_lines_at_a_time_from_the_line_the_link_names():
+    text = "attention " * 100  # 999 characters: 32 lines of 32
     app = open_page(PAGE, text=text, query={links.FIRST_LINE: "3"})
     assert_clean(app)
     highlight = plotly_figures(app)[0]
-    assert app.slider(key=links.FIRST_LINE).value == 3 and app.slider(key=links.FIRST_LINE).max == 4
-    assert highlight["layout"]["yaxis"]["ticktext"] == [str(64 * line) for line in range(3, 15)]
-    app.slider(key=links.FIRST_LINE).set_value(4).run()
-    assert plotly_figures(app)[0]["layout"]["yaxis"]["ticktext"][-1] == "960"  # the last line
-    assert app.query_params[links.FIRST_LINE] == "4"
+    assert app.slider(key=links.FIRST_LINE).value == 3 and app.slider(key=links.FIRST_LINE).max == 8
+    assert highlight["layout"]["yaxis"]["ticktext"] == [str(32 * line) for line in range(3, 27)]
+    app.slider(key=links.FIRST_LINE).set_value(8).run()
+    assert plotly_figures(app)[0]["layout"]["yaxis"]["ticktext"][-1] == "992"  # the last line
+    assert app.query_params[links.FIRST_LINE] == "8"
     short = open_page(PAGE, text="time flies", query={links.FIRST_LINE: "3"})
     assert_clean(short)
     assert not [slider for slider in short.slider if slider.key == links.FIRST_LINE]  # one line: no slider
