@@ -61,7 +61,8 @@ def returning_visitor(browser, browser_context_args):
     """One browser profile for every test's own tab, as a student's browser that has been here before: it keeps
     its HTTP cache (Streamlit's and plotly's scripts, and the code Chromium compiled from them), and nothing
     else from one test to the next. Opening a page so costs less than in a fresh profile (docs/development.md:
-    the layout check's desktop tests took 8 % less time). A visitor who has never been here is `new_context()`, or a server of its own."""
+    the layout check's desktop tests took 8 % less time). A visitor who has never been here is `new_context()`,
+    or a server of its own."""
     profile = browser.new_context(**browser_context_args)
     yield profile
     profile.close()
