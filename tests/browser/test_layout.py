@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import time
 
 import pytest
 
@@ -143,6 +144,12 @@ def test_the_letters_of_the_token_strip_never_stand_on_each_other(page, app_serv
     app = AppPage(page, app_server.url)
     app.open("tokenization", min_plots=1, text=STRIP_TEXT)
     drawn = page.evaluate(LETTERS_ON_LETTERS)
+    # Measured again for up to 5 s: once (in a sweep of every view) a first measurement right after the paint
+    # found the letters overlapping where every later one, and every other opening, found them apart.
+    deadline = time.monotonic() + 5
+    while drawn["overlaps"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+        drawn = page.evaluate(LETTERS_ON_LETTERS)
     if drawn["overlaps"]:
         app.screenshot(f"layout-{size}-token-strip")
     assert drawn["letters"] == len(STRIP_TEXT)  # every character drawn, a space as a middle dot
