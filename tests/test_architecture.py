@@ -11,11 +11,10 @@ Most of it is declared as import-linter contracts in pyproject.toml ([tool.impor
 and `test_the_layering_contracts_hold` runs here; `test_each_contract_catches_the_import_it_forbids` shows each
 contract failing on a scratch copy of the layout with one forbidden import added. What the contracts cannot say is
 checked below by reading the source: lesson_pages/ and app.py are not a package, and which lesson modules may import
-plotly is a matter of the module's role, read from its path: `figures.py`, `*_figures.py`,
-`lessons/common/plots.py` and `lessons/common/figure_text.py` build or read figures; a lesson's `exercises.py`
-asks questions of its computation and marks the answers in its figures (plotly, no streamlit); `ui.py`, `*_ui.py`
-and everything under `lessons/common/ui/` are streamlit helpers; any other module under `lessons/` is a
-computation, which draws nothing.
+plotly is a matter of the module's role, read from its path: `figures.py`, `*_figures.py`, and in lessons/common
+`plots.py`, `figure_text.py` and `cell_numbers.py` build or read figures; a lesson's `exercises.py` asks questions of
+its computation and marks the answers in its figures (plotly, no streamlit); `ui.py`, `*_ui.py` and everything under
+`lessons/common/ui/` are streamlit helpers; any other module under `lessons/` is a computation, which draws nothing.
 """
 
 from __future__ import annotations
@@ -53,7 +52,7 @@ def role(path: Path) -> str:
     if parts[0] == "anatomy":
         return "core"
     if parts[0] == "lessons":
-        if stem in ("figures", "plots", "figure_text") or stem.endswith("_figures"):
+        if stem in ("figures", "plots", "figure_text", "cell_numbers") or stem.endswith("_figures"):
             return "figures"
         if stem == "exercises" and parts[1] != "common":
             return "exercises"

@@ -14,8 +14,9 @@ import numpy as np
 import numpy.typing as npt
 import plotly.graph_objects as go
 
-from lessons.common.matrix_figures import CELL_FONT, compact, finish_panels, panel_grid, token_axes, token_names
-from lessons.common.plots import ATTENTION_SCALE, safe_label, style
+from lessons.common.cell_numbers import CELL_FONT
+from lessons.common.matrix_figures import finish_panels, panel_grid, token_axes, token_names
+from lessons.common.plots import ATTENTION_SCALE, compact, safe_label, style
 
 EDGE_COLOUR = "#E4572E"  # the diagonal's edge: right of it is the future
 MODEL_COLOURS = ("#5B4BDB", "#E4572E", "#17BEBB")

@@ -14,27 +14,28 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from lessons.common.matrix_figures import (
+from lessons.common.cell_numbers import (
     CELL_FONT,
-    FORBIDDEN_COLOUR,
     LABEL_ROOM,
+    numbers_fit,
+    record_numbers,
+    widest_number,
+    width_for_numbers,
+)
+from lessons.common.matrix_figures import (
+    FORBIDDEN_COLOUR,
     MINUS_INFINITY,
-    compact,
     finish_matrix,
     finish_panels,
     finish_token_axes,
     mask_trace,
-    numbers_fit,
     panel_grid,
-    record_numbers,
     token_axes,
     token_names,
     weight_scale,
     weights_trace,
-    widest_number,
-    width_for_numbers,
 )
-from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, style
+from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, compact, style
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ def steps_figure(
     names = token_names(labels, positions)
     columns = 2 if weights is not None else 3
     across = columns * len(names)  # cells side by side in one row of panels
-    characters = widest_number(scores, masked_scores, *([] if weights is None else [weights]))
+    characters = widest_number(*map(compact, (scores, masked_scores, *([] if weights is None else [weights]))))
     numbers_px = width_for_numbers(across, characters, reserved=LABEL_ROOM // 2)
     glyphs_px = width_for_numbers(across, len(MINUS_INFINITY))  # ✓, ✗ and −∞
     show = numbers_fit(numbers_px, show_values)

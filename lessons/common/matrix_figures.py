@@ -6,10 +6,8 @@ Each token is named as everywhere in the app, by `labels.token_labels` ("3: flie
 (`token_names`): a repeated word keeps its own row, and the name doubles as the hover text, so no per-cell label
 array has to be sent.
 
-Numbers are written in the cells at CELL_FONT_SIZE or not at all. A figure cannot know how wide it will be
-drawn, so it writes the numbers only when they fit a desktop, and records in its layout's meta how wide the
-chart must be for them (`NUMBERS_FROM_PX`); `charts.show` hides them on narrower screens, where the hover
-and the tables still give every value.
+Numbers are written in the cells at CELL_FONT_SIZE or not at all (`cell_numbers`): where a desktop has room for
+them, and hidden on narrower screens, where the hover and the tables still give every value.
 """
 
 from __future__ import annotations
@@ -20,11 +18,13 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from lessons.common.cell_numbers import CELL_FONT, numbers_fit, record_numbers, widest_number, width_for_numbers
 from lessons.common.labels import token_labels
 from lessons.common.plots import (
     ATTENTION_SCALE,
     as_array,
     cell_frame,
+    compact,
     make_room_for_labels,
     safe_label,
     style,
@@ -36,13 +36,6 @@ FORBIDDEN_COLOUR = "#b8b8c0"  # neutral grey: "no score here", distinct from eve
 ALLOWED_COLOUR = "#6a51a3"  # the purple of the attention scale
 MARK_COLOUR = "#e6550d"  # the frame around the cell an exercise's answer points to
 MASK_COLOURS = [[0.0, FORBIDDEN_COLOUR], [0.5, FORBIDDEN_COLOUR], [0.5, ALLOWED_COLOUR], [1.0, ALLOWED_COLOUR]]
-CELL_FONT_SIZE = 12  # px: a number written in a cell is never smaller (readable without zooming)
-CELL_FONT = dict(size=CELL_FONT_SIZE)
-DIGIT_WIDTH = 0.56  # of the font size: one character of "0.97" or "−1.25" in the app's sans-serif
-CELL_PADDING = 8  # px a cell keeps free around its number
-LABEL_ROOM = 140  # px of a chart's width that row labels and a colour bar take
-DESKTOP_CHART = 820  # px: a chart's width on a desktop (1280 px window, Streamlit's centred column)
-NUMBERS_FROM_PX = "numbers_from_px"  # layout.meta key: the narrowest chart whose cells hold their numbers
 # Keys up to which their labels may stand upright. Past it they read upwards on any screen (a 48-token window
 # would need some 2,000 px a panel upright), so they are turned from the start.
 UPRIGHT_KEYS = 24
@@ -53,33 +46,10 @@ def turned_labels(keys: int) -> bool:
     return keys > UPRIGHT_KEYS
 
 
-def compact(values) -> np.ndarray:
-    """float32 copy of the values: half the bytes of float64 on the wire, still about 7 significant digits,
-    and exact where it matters here (a masked weight stays exactly 0.0, −∞ stays −∞)."""
-    return as_array(values).astype(np.float32)
-
-
 def token_names(tokens: Sequence[str], positions: Sequence[int] | None = None) -> list[str]:
     """Each token named as everywhere in the app ("3: flies", `labels.token_labels`), escaped for plotly:
     unique even when a word repeats."""
     return [safe_label(label) for label in token_labels(tokens, positions)]
-
-
-def width_for_numbers(columns_across: int, characters: int, reserved: int = LABEL_ROOM) -> int:
-    """The narrowest chart (px) whose cells hold a number of `characters` characters at CELL_FONT_SIZE, for a
-    chart `columns_across` cells wide (all its panels together) that keeps `reserved` px for labels."""
-    cell = characters * DIGIT_WIDTH * CELL_FONT_SIZE + CELL_PADDING
-    return int(reserved + columns_across * cell)
-
-
-def numbers_fit(needed_px: int, show_values: bool | None) -> bool:
-    """Write the numbers when asked to, or by default when a desktop has room for them."""
-    return needed_px <= DESKTOP_CHART if show_values is None else show_values
-
-
-def record_numbers(figure: go.Figure, needed_px: int) -> None:
-    """Tell the page how wide the chart must be for the numbers written in its cells."""
-    figure.update_layout(meta={NUMBERS_FROM_PX: needed_px})
 
 
 def token_axes(figure: go.Figure, names: list[str], row: int | None = None, col: int | None = None) -> None:
@@ -149,12 +119,6 @@ def weights_trace(weights, names: list[str], show: bool, coloraxis: str) -> go.H
 
 def weight_scale(show_scale: bool = True) -> dict:
     return dict(colorscale=ATTENTION_SCALE, cmin=0.0, cmax=1.0, showscale=show_scale, colorbar=dict(title="weight"))
-
-
-def widest_number(*matrices, number_format: str = ".2f") -> int:
-    """Characters of the widest finite value of the matrices as the cells write it ("−0.54": 5)."""
-    finite = [values[np.isfinite(values)] for values in map(compact, matrices)]
-    return max((len(format(float(value), number_format)) for values in finite for value in values), default=1)
 
 
 TITLE_GAP_PX = 56  # between two rows of panels: the upper panels' titles go there

@@ -12,6 +12,15 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from anatomy.devices import float64_on_the_cpu
+from lessons.common.cell_numbers import (
+    CELL_FONT,
+    NUMBERS_FROM_PX,
+    numbers_fit,
+    record_numbers,
+    rows_fit,
+    widest_number,
+    width_for_numbers,
+)
 
 ATTENTION_SCALE = "Purples"  # weights in [0, 1]
 DIVERGING_SCALE = "RdBu_r"  # signed values, centred on 0
@@ -115,6 +124,12 @@ def as_array(values) -> np.ndarray:
     return np.asarray(values, dtype=float)
 
 
+def compact(values) -> np.ndarray:
+    """float32 copy of the values: half the bytes of float64 on the wire, still about 7 significant digits,
+    and exact where it matters here (a masked weight stays exactly 0.0, −∞ stays −∞)."""
+    return as_array(values).astype(np.float32)
+
+
 def heatmap(
     matrix,
     row_labels: Sequence[str],
@@ -123,18 +138,27 @@ def heatmap(
     colorscale: str = ATTENTION_SCALE,
     zmin: float | None = None,
     zmax: float | None = None,
-    show_values: bool = False,
+    show_values: bool | None = False,
     value_format: str = ".3f",
     row_title: str = "",
     column_title: str = "",
     hover_name: str = "value",
+    colorbar: dict | None = None,
+    height: int | None = None,
 ) -> go.Figure:
     """A matrix with one labelled row per token. Axes are positional (a repeated word keeps its own row)
-    and row 0 is at the top, as matrices are written on paper."""
+    and row 0 is at the top, as matrices are written on paper.
+
+    `show_values`: write each value in its cell (True), or only where a desktop has room for them (None). Either
+    way the numbers are written at the cells' font size, on rows tall enough for them, and hidden on screens too
+    narrow to hold them (`cell_numbers`). `colorbar` (plotly's settings) places the colour bar; `height` in px."""
     values = as_array(matrix)
     rows, columns = values.shape
     row_text = [safe_label(label) for label in row_labels]
     column_text = [safe_label(label) for label in column_labels]
+    characters = widest_number(values, number_format=value_format)
+    needed_px = width_for_numbers(columns, characters, _side_room(row_text, colorbar))
+    show = numbers_fit(needed_px, show_values) and rows_fit(rows, height)
     hover_rows = np.repeat(np.array(row_text, dtype=object)[:, None], columns, axis=1)
     hover_columns = np.repeat(np.array(column_text, dtype=object)[None, :], rows, axis=0)
     trace = go.Heatmap(
@@ -150,12 +174,29 @@ def heatmap(
             f"{column_title or 'column'} %{{x}}: %{{customdata[1]}}<br>"
             f"{hover_name} = %{{z:{value_format}}}<extra></extra>"
         ),
-        texttemplate=f"%{{z:{value_format}}}" if show_values else None,
+        texttemplate=f"%{{z:{value_format}}}" if show else None,
+        textfont=CELL_FONT if show else None,
+        colorbar=colorbar,
     )
-    layout = base_layout(title)
+    layout = base_layout(title, height)
     layout["xaxis"] = dict(tickvals=list(range(columns)), ticktext=column_text, side="top", title=column_title)
     layout["yaxis"] = dict(tickvals=list(range(rows)), ticktext=row_text, autorange="reversed", title=row_title)
-    return go.Figure(data=[trace], layout=layout)
+    figure = go.Figure(data=[trace], layout=layout)
+    if show:
+        record_numbers(figure, needed_px)
+    return figure
+
+
+COLOUR_BAR_BESIDE_PX = 100  # a colour bar at the right, its numbers and its gap to the plot
+
+
+def _side_room(row_labels: Sequence[str], colorbar: dict | None) -> int:
+    """The px of a heatmap's width that are not its cells: the margins, the row labels and a colour bar that
+    stands beside the plot (one laid across underneath takes none)."""
+    beside = not colorbar or colorbar.get("orientation") != "h"
+    widest = max(map(label_width_px, row_labels), default=0.0)
+    margins = 20  # base_layout's 10 px a side
+    return int(margins + LEFT_LABEL_REACH_PX + widest + (COLOUR_BAR_BESIDE_PX if beside else 0))
 
 
 def base_layout(title: str = "", height: int | None = None) -> dict:
@@ -210,6 +251,9 @@ def with_larger_text(figure: go.Figure, factor: float) -> go.Figure:
                 font.size = _scaled(font.size, factor)
     _titles_beside_colour_bars(larger)
     _longer_colour_bars(larger, factor)
+    numbers_from_px = (larger.layout.meta or {}).get(NUMBERS_FROM_PX)
+    if numbers_from_px:  # larger numbers need wider cells
+        record_numbers(larger, round(numbers_from_px * factor))
     return larger
 
 

@@ -15,22 +15,26 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from lessons.common.cell_numbers import (
+    CELL_FONT,
+    DESKTOP_CHART,
+    LABEL_ROOM,
+    record_numbers,
+    widest_number,
+    width_for_numbers,
+)
 from lessons.common.matrix_figures import (
     ALLOWED,
-    CELL_FONT,
     COLOUR_BAR_ROW_PX,
-    DESKTOP_CHART,
     FORBIDDEN,
     MASK_COLOURS,
-    compact,
+    MINUS_INFINITY,
     finish_panels,
     panel_grid,
     token_axes,
     token_names,
-    widest_number,
-    width_for_numbers,
 )
-from lessons.common.plots import ATTENTION_SCALE, as_array, style
+from lessons.common.plots import ATTENTION_SCALE, as_array, compact, style
 
 MARK_COLOUR = "#E4572E"  # the app's orange: stands out on the purple attention scale
 LEGEND_ROW_PX = 30  # under the panels' titles: the legend of the outlined cells
@@ -41,13 +45,18 @@ def _category_axes(figure: go.Figure, column: int, tilt: bool) -> None:
     figure.update_yaxes(type="category", autorange="reversed", row=1, col=column)
 
 
+def _panel_gap(shared_rows: bool) -> float:
+    """Between two panels, as a fraction of the width: panels that label their own rows need room for them."""
+    return 0.04 if shared_rows else 0.1
+
+
 def _panels(titles: Sequence[str], shared_rows: bool) -> go.Figure:
     figure = make_subplots(
         rows=1,
         cols=len(titles),
         subplot_titles=list(titles),
         shared_yaxes=shared_rows,
-        horizontal_spacing=0.04 if shared_rows else 0.1,
+        horizontal_spacing=_panel_gap(shared_rows),
     )
     figure.update_annotations(y=0, yanchor="top", yshift=-6)  # titles under the panels: keys sit on top
     return figure
@@ -180,13 +189,18 @@ def distribution_figure(
 
 
 def family_masks_figure(masks: Sequence, title: str = "") -> go.Figure:
-    """Who may read whom in each family: one panel per `families.FamilyMask`, ✓ allowed, ✗ forbidden.
+    """Who may read whom in each family: one panel per `families.FamilyMask`, ✓ allowed, ✗ forbidden (colour
+    says it too: the marks are written where the chart has room for them, as numbers are, `cell_numbers`).
 
     In the encoder-decoder panel, lines split the source positions from the target ones, so the three
     blocks (encoder self-attention, cross-attention, decoder self-attention) can be told apart.
     """
     # "encoder-<br>decoder": a name on one line is wider than its panel on a phone
     figure = _panels([pattern.family.replace("-", "-<br>") for pattern in masks], shared_rows=False)
+    across = sum(len(pattern.column_labels) for pattern in masks)
+    gaps = _panel_gap(shared_rows=False) * (len(masks) - 1)  # of the width, between the panels
+    # ✓ and ✗ are no wider than −∞; the panels' short labels take half the usual room (there is no colour bar)
+    marks_px = int(width_for_numbers(across, len(MINUS_INFINITY), reserved=LABEL_ROOM // 2) / (1 - gaps))
     for column, pattern in enumerate(masks, start=1):
         allowed = as_array(pattern.mask) > 0
         rows, columns = list(pattern.row_labels), list(pattern.column_labels)
@@ -204,7 +218,7 @@ def family_masks_figure(masks: Sequence, title: str = "") -> go.Figure:
                 ygap=2,
                 text=np.where(allowed, ALLOWED, FORBIDDEN).tolist(),
                 texttemplate="%{text}",
-                textfont=dict(color="white", size=14),
+                textfont=dict(CELL_FONT, color="white"),
                 hovertemplate="%{y} reads %{x}: %{text}<extra></extra>",
             ),
             row=1,
@@ -216,4 +230,5 @@ def family_masks_figure(masks: Sequence, title: str = "") -> go.Figure:
             line = dict(color=MARK_COLOUR, width=2, dash="dot")
             figure.add_vline(x=edge, line=line, row=1, col=column)
             figure.add_hline(y=edge, line=line, row=1, col=column)
+    record_numbers(figure, marks_px)
     return style(figure, title, height=360).update_layout(margin=dict(b=60))

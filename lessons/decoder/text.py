@@ -172,7 +172,7 @@ FAMILY_TEXT = {
         "cross-attention. Made for turning one sequence into another: translation, summarisation."
     ),
 }
-FAMILY_MASKS_TITLE = "Who may read whom (✓ allowed, ✗ masked)"
+FAMILY_MASKS_TITLE = "Who may read whom (purple ✓ allowed, grey ✗ masked)"
 FAMILY_MASKS = (
     "x: source (input) positions, y: target positions. In the encoder-decoder panel the dotted lines split it "
     "into its three attentions: x reads x (encoder, no mask), y reads x (cross-attention, no mask), y reads y "

@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from lessons.common.labels import token_label
 from lessons.common.matrix_figures import token_names
-from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, as_array, safe_label, style
+from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, as_array, compact, safe_label, style
 
 HIGHLIGHT = "#d62728"
 MAIN_COLOR = "#4c4cc9"
@@ -26,11 +26,6 @@ SUBPLOT_TITLE_ROOM = 30  # pixels a subplot's title takes above its plot
 # Attention weights lie in [0, 1]: the overview and the full map share this one colour range, so that equal
 # shades mean equal weights on both (a pooled cell is a mean weight, on the same scale).
 WEIGHT_RANGE = (0.0, 1.0)
-
-
-def _compact(values) -> np.ndarray:
-    """float32 values: plotly sends numpy arrays as binary, so this halves a figure's size."""
-    return as_array(values).astype(np.float32)
 
 
 def _category_heatmap(
@@ -48,7 +43,7 @@ def _category_heatmap(
     """A heatmap whose rows and columns are named by (already escaped, unique) labels; row 0 on top."""
     figure = go.Figure(
         go.Heatmap(
-            z=_compact(values),
+            z=compact(values),
             x=list(column_labels),
             y=list(row_labels),
             colorscale=colorscale,
@@ -90,7 +85,7 @@ def attention_overview(
     `pooled_weights` is (L, H, n, n); `blocks` names the tokens behind each of the n rows and columns;
     `selected` (layer, head), counted from 0, gets a red frame.
     """
-    weights = _compact(pooled_weights)
+    weights = compact(pooled_weights)
     num_layers, num_heads, size, _ = weights.shape
     stride = size + 1  # one empty row/column between neighbouring maps
     mosaic = np.full((num_layers * stride - 1, num_heads * stride - 1), np.nan, dtype=np.float32)

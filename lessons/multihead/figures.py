@@ -15,6 +15,7 @@ from lessons.common.plots import (
     ATTENTION_SCALE,
     DIVERGING_SCALE,
     as_array,
+    compact,
     head_colour,
     head_dash,
     head_pattern,
@@ -29,17 +30,8 @@ OPACITY_LEVELS = 5  # head-view lines are grouped into this many strengths
 PANEL_HEIGHT = 260  # pixels per row of small maps, at least
 PANEL_TICK_FONT = 10  # token labels around small maps
 ROW_PIXELS = 14  # height a map gives each of its rows, so that every row keeps its label
-CELL_TEXT_SIZE = 11  # numbers printed in heatmap cells, in pixels
-# Numbers are printed in cells only while a phone's chart (about 300 px for the cells) gives each room:
-MAX_COLUMNS_WITH_VALUES = 12  # "0.02"
-MAX_TOKENS_WITH_VALUES = 8  # "0.9777"
 SIMILARITY_SCALE = "Blues_r"  # cosines: white at 1 (unchanged), darker the further a vector turned
 SIMILARITY_FLOORS = (0.99, 0.95, 0.9, 0.8, 0.5, 0.0, -1.0)  # where a cosine colour scale may start
-
-
-def compact(values) -> np.ndarray:
-    """float32 values: plotly sends numpy arrays as binary, so this halves the bytes of a figure."""
-    return as_array(values).astype(np.float32)
 
 
 def head_grid(maps, labels: Sequence[str], head_titles: Sequence[str], **options) -> go.Figure:
@@ -338,8 +330,8 @@ def layer_head_map(
     title: str = "",
     scale_title: str = "",
 ) -> go.Figure:
-    """One number per head of the whole stack: layers down, heads across, each printed in its cell while
-    that fits a phone (MAX_COLUMNS_WITH_VALUES). `scale_title` names the colour bar."""
+    """One number per head of the whole stack: layers down, heads across, each written in its cell where the
+    chart has room for it (`cell_numbers`). `scale_title` names the colour bar."""
     layers, heads = as_array(values).shape
     figure = heatmap(
         values,
@@ -349,13 +341,13 @@ def layer_head_map(
         colorscale=colorscale,
         zmin=zmin,
         zmax=zmax,
-        show_values=heads <= MAX_COLUMNS_WITH_VALUES,
+        show_values=None,
         value_format=".2f",
         row_title="layer",
         column_title="head",
         hover_name=name,
+        colorbar=colour_bar_below(scale_title),
     )
-    figure.update_traces(textfont=dict(size=CELL_TEXT_SIZE), colorbar=colour_bar_below(scale_title))
     # The tick labels already say "layer" and "head": axis titles would take a phone's width (and the top
     # one would hit the figure's title).
     return figure.update_xaxes(title=None).update_yaxes(title=None)
@@ -468,8 +460,8 @@ def token_similarity_map(similarity, tokens: Sequence[str], title: str = "") -> 
         column_title="token",
         hover_name="cosine",
         value_format=".4f",
-        show_values=len(tokens) <= MAX_TOKENS_WITH_VALUES,
+        show_values=None,
+        colorbar=colour_bar_below(f"cosine, {floor:g} to 1"),
     )
-    figure.update_traces(textfont=dict(size=CELL_TEXT_SIZE), colorbar=colour_bar_below(f"cosine, {floor:g} to 1"))
     figure.update_xaxes(title=None, showticklabels=len(tokens) <= MAX_TICK_LABELS)
     return figure.update_yaxes(title=None)  # "after layer 2" says it is a depth

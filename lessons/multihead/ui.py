@@ -333,7 +333,8 @@ def show_statistics(view: LayerView) -> None:
             zmin=low,
             zmax=high,
             title=text.statistic_title(head_stats.STATISTICS[name]),
-        )
+        ),
+        key="mh_statistics_chart",
     )
     show_resting_heads(statistics, len(view.run.tokenized))
 
@@ -434,7 +435,8 @@ def show_switch_off(view: LayerView) -> None:
             result.token_similarity,
             run.tokenized.tokens,
             title="Each vector with vs without the heads",
-        )
+        ),
+        key="mh_similarity_chart",
     )
     st.caption(text.untouched_caption(layer))
     chart(
@@ -445,7 +447,8 @@ def show_switch_off(view: LayerView) -> None:
             zmax=max(0.05, float(result.attention_shift.max())),
             title="How far each later head's attention moved",
             scale_title="½ Σ|p − q|",
-        )
+        ),
+        key="mh_shift_chart",
     )
     st.caption(text.SHIFT_NOTE)
     similarity = pd.DataFrame(
@@ -487,5 +490,5 @@ def head_name(head: int) -> str:
     return f"head {head}"
 
 
-def chart(figure, about: str | None = None) -> None:
-    charts.show(figure, about=about)
+def chart(figure, about: str | None = None, key: str | None = None) -> None:
+    charts.show(figure, key, about=about)

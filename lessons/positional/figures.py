@@ -20,7 +20,7 @@ import numpy.typing as npt
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from lessons.common.plots import DIVERGING_SCALE, as_array, safe_label, style
+from lessons.common.plots import DIVERGING_SCALE, as_array, compact, safe_label, style
 
 MAX_HEATMAP_ROWS = 128  # positions drawn in one table heatmap
 MAX_HEATMAP_CELLS = 128 * 384  # a full-width MiniLM table at 128 positions, ~0.3 MB in the page
@@ -77,10 +77,6 @@ def _titled(figure: go.Figure, title: str, details: list[str], height: int) -> g
     return figure
 
 
-def _compact(values) -> np.ndarray:
-    return as_array(values).astype(np.float32)
-
-
 def dimension_curves(
     encoding,
     dimensions: Sequence[int],
@@ -91,7 +87,7 @@ def dimension_curves(
     """One line per chosen column of a (T, D) table, against the position t; even columns are sines,
     odd ones cosines. The first `positions_in_text` positions are shaded (the ones the user's text uses).
     `marked` = (position t, dimension i) rings that one value and writes it beside the ring."""
-    table = _compact(encoding)
+    table = compact(encoding)
     positions = np.arange(table.shape[0])
     figure = go.Figure()
     for dimension in dimensions:
@@ -183,7 +179,7 @@ def similarity_to_position(
     `marked` rings position q on the first table's line."""
     figure = go.Figure()
     for (name, similarities), colour in zip(similarities_by_name.items(), _colours()):
-        name, values = safe_label(name), _compact(similarities)
+        name, values = safe_label(name), compact(similarities)
         figure.add_trace(
             go.Scatter(
                 x=np.arange(len(values)),
@@ -196,7 +192,7 @@ def similarity_to_position(
         )
     figure.add_vline(x=position, line_dash="dot", line_color="grey", annotation_text=f"p = {position}")
     if marked is not None and similarities_by_name:
-        first = _compact(next(iter(similarities_by_name.values())))
+        first = compact(next(iter(similarities_by_name.values())))
         _ring(figure, marked, float(first[marked]), f"{measure_label}({position}, {marked})")
     figure.update_xaxes(title="position q")
     figure.update_yaxes(title=f"{measure_label}(p, q)")
@@ -241,7 +237,7 @@ def similarity_by_offset(
         figure.add_trace(
             go.Scatter(
                 x=offsets,
-                y=_compact(highest),
+                y=compact(highest),
                 mode="lines",
                 line=dict(width=0, color=colour),
                 showlegend=False,
@@ -252,7 +248,7 @@ def similarity_by_offset(
         figure.add_trace(
             go.Scatter(
                 x=offsets,
-                y=_compact(lowest),
+                y=compact(lowest),
                 mode="lines",
                 line=dict(width=0, color=colour),
                 fill="tonexty",
@@ -265,7 +261,7 @@ def similarity_by_offset(
         figure.add_trace(
             go.Scatter(
                 x=offsets,
-                y=_compact(mean),
+                y=compact(mean),
                 mode="lines",
                 line=dict(color=colour),
                 name=f"{name}: mean",
@@ -298,7 +294,7 @@ def rotation_frequencies(
     sinusoidal_name = f"sinusoidal table: base = {base:g}, d = {width}"
     drawn = ((rotary_name, rotary, ROTARY_COLOUR), (sinusoidal_name, sinusoidal, SINUSOIDAL_COLOUR))
     for name, values, colour in drawn:
-        frequencies = _compact(values)
+        frequencies = compact(values)
         along = np.arange(len(frequencies)) / len(frequencies)  # 2k/d for k = 0 … d/2 − 1
         figure.add_trace(
             go.Scatter(
@@ -324,7 +320,7 @@ def turning_pairs(arrows_by_pair: Mapping[int, object], title: str = "") -> go.F
     pairs = list(arrows_by_pair)
     figure = make_subplots(rows=1, cols=len(pairs), horizontal_spacing=0.06)
     for column, pair in enumerate(pairs, start=1):
-        arrows = _compact(arrows_by_pair[pair])
+        arrows = compact(arrows_by_pair[pair])
         reach = float(np.abs(arrows).max()) * 1.15 or 1.0
         shafts_x = np.ravel([[0.0, x, np.nan] for x in arrows[:, 0]])
         shafts_y = np.ravel([[0.0, y, np.nan] for y in arrows[:, 1]])
@@ -371,7 +367,7 @@ def scores_under_shifts(
     figure.add_trace(
         go.Scatter(
             x=steps,
-            y=_compact(same_distance),
+            y=compact(same_distance),
             mode="lines+markers",
             marker=dict(size=5, color=ROTARY_COLOUR),
             line=dict(color=ROTARY_COLOUR, width=3),
@@ -382,7 +378,7 @@ def scores_under_shifts(
     figure.add_trace(
         go.Scatter(
             x=steps,
-            y=_compact(other_distance),
+            y=compact(other_distance),
             mode="lines",
             line=dict(color=LEARNED_COLOUR, dash="dot"),
             name="query alone moved s places",

@@ -11,7 +11,7 @@ plotly.js function with format "svg". Everything happens in the browser: the ser
 A heatmap with numbers in its cells is drawn so that a number is readable or not drawn at all. A figure is built
 once, before anyone knows how wide it will be drawn: 820 px on a desktop, 520 px on a desktop zoomed to 150 %,
 358 px on a phone. Its builder writes the numbers at a fixed, readable size and records in the layout's meta the
-narrowest chart that has room for them (`matrix_figures.NUMBERS_FROM_PX`). Here, a CSS container query on the
+narrowest chart that has room for them (`cell_numbers.NUMBERS_FROM_PX`). Here, a CSS container query on the
 chart's own box (Streamlit gives a keyed element the class `st-key-<key>`) hides the numbers in any narrower
 chart; the hover and the tables beside the chart still give every value. A style-only `st.html` takes no room.
 """
@@ -25,8 +25,8 @@ import unicodedata
 import plotly.graph_objects as go
 import streamlit as st
 
+from lessons.common.cell_numbers import NUMBERS_FROM_PX
 from lessons.common.figure_text import describe
-from lessons.common.matrix_figures import NUMBERS_FROM_PX
 from lessons.common.plots import with_larger_text
 from lessons.common.ui import presentation
 
@@ -98,7 +98,10 @@ def export_config(figure: go.Figure, name: str) -> dict:
 def show(figure: go.Figure, key: str | None = None, *, about: str | None = None, into=None) -> None:
     """Draw `figure` (in `into`, a container or placeholder, else where the page is), downloadable for slides.
 
-    `about` names what the figure is computed from, for its file name; by default the sidebar's text."""
+    `about` names what the figure is computed from, for its file name; by default the sidebar's text. A figure
+    that writes numbers in its cells needs a `key`: the style that hides them on narrow screens finds it by it."""
+    if (figure.layout.meta or {}).get(NUMBERS_FROM_PX) and not key:
+        raise ValueError(f"{what_it_shows(figure, key)!r} writes numbers in its cells: show it with a key")
     if about is None:
         context = st.session_state.get("_context")
         about = context.text if context is not None else ""
@@ -107,8 +110,8 @@ def show(figure: go.Figure, key: str | None = None, *, about: str | None = None,
     shows = what_it_shows(figure, key)
     name = file_name(st.session_state.get(_LESSON, ""), shows, about)
     (into or st).plotly_chart(figure, key=key, config=export_config(figure, name), alt=describe(figure, shows))
-    narrowest = (figure.layout.meta or {}).get(NUMBERS_FROM_PX)
-    if key and narrowest:  # beside the chart, not `into`: a placeholder holds one element, and the chart is it
+    narrowest = (figure.layout.meta or {}).get(NUMBERS_FROM_PX)  # wider for presentation style's larger numbers
+    if narrowest and key:  # beside the chart, not `into`: a placeholder holds one element, and the chart is it
         st.html(numbers_rule(key, int(narrowest)))
 
 

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from lessons.common.matrix_figures import DESKTOP_CHART, NUMBERS_FROM_PX
+from lessons.common.cell_numbers import CELL_FONT_SIZE, DESKTOP_CHART, NUMBERS_FROM_PX
 from lessons.decoder import families
 from lessons.decoder.figures import distribution_figure, family_masks_figure, heads_figure
 
@@ -90,6 +90,13 @@ def test_the_family_masks_show_allowed_and_forbidden_cells_and_split_the_encoder
     vertical, horizontal = figure.layout.shapes  # between x3 and y0, on the third panel only
     assert (vertical.x0, vertical.x1, vertical.xref) == (3.5, 3.5, "x3")
     assert (horizontal.y0, horizontal.y1, horizontal.yref) == (3.5, 3.5, "y3")
+
+
+def test_the_family_marks_are_written_at_12_px_and_hidden_on_a_phone_where_the_colours_say_it_alone():
+    figure = family_masks_figure(families.family_masks(num_source=4, num_target=3))
+    assert {panel.textfont.size for panel in heatmaps(figure)} == {CELL_FONT_SIZE}
+    # 15 cells across three panels: a desktop and a desktop zoomed to 150 % (520 px) show them, a phone (358) not
+    assert 358 < figure.layout.meta[NUMBERS_FROM_PX] <= 520
 
 
 @pytest.mark.parametrize(

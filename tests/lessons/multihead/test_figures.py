@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from lessons.common.cell_numbers import CELL_FONT_SIZE, DESKTOP_CHART, NUMBERS_FROM_PX
 from lessons.common.labels import token_labels
 from lessons.multihead import figures as viz
 
@@ -228,13 +229,16 @@ def test_the_ablation_scale_starts_at_a_round_number_below_the_values_and_says_s
     assert viz.similarity_floor(0.2) == 0.0 and viz.similarity_floor(-0.3) == -1.0
 
 
-def test_numbers_printed_in_cells_are_at_least_11_px_and_only_where_a_phone_has_room():
-    statistics = viz.layer_head_map(np.full((6, 12), 0.5), "entropy")
-    assert statistics.data[0].texttemplate and statistics.data[0].textfont.size >= 11
-    assert not viz.layer_head_map(np.full((24, 16), 0.5), "entropy").data[0].texttemplate
+def test_numbers_are_written_in_cells_at_12_px_where_a_desktop_has_room_and_hidden_on_a_phone():
+    statistics = viz.layer_head_map(np.full((6, 12), 0.5), "entropy")  # MiniLM: 6 layers of 12 heads
+    assert statistics.data[0].texttemplate and statistics.data[0].textfont.size == CELL_FONT_SIZE
+    assert 358 < statistics.layout.meta[NUMBERS_FROM_PX] <= DESKTOP_CHART  # a phone's chart is 358 px wide
+    assert not viz.layer_head_map(np.full((24, 16), 0.5), "entropy").data[0].texttemplate  # rows too low
+    assert not viz.layer_head_map(np.full((6, 32), 0.5), "entropy").data[0].texttemplate  # too many heads
     few = viz.token_similarity_map(np.ones((3, 7)), list("abcdefg"))
-    assert few.data[0].texttemplate and few.data[0].textfont.size >= 11
-    assert not viz.token_similarity_map(np.ones((3, 9)), list("abcdefghi")).data[0].texttemplate
+    assert few.data[0].texttemplate and few.data[0].textfont.size == CELL_FONT_SIZE
+    assert 358 < few.layout.meta[NUMBERS_FROM_PX] <= DESKTOP_CHART
+    assert not viz.token_similarity_map(np.ones((3, 20)), list("abcdefghijklmnopqrst")).data[0].texttemplate
 
 
 def test_where_a_word_looks_labels_its_keys_upright():
