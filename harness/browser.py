@@ -81,13 +81,18 @@ HEATMAP_ROWS = """(index) => {
 
 # Labels drawn over labels, or cut off, in every chart and in Streamlit's own labels. A label is any text plotly
 # draws around a chart (titles and subtitles, axis titles, tick labels, annotations, legend entries, colour bar
-# ticks), never the numbers printed inside heatmap cells. Each label is taken as the quadrilateral its glyphs fill
-# on screen (rotated tick labels are rotated boxes, not the larger upright boxes around them); two labels overlap
-# when they share more than 2 px across every direction; a label is drawn over a plot when it enters a plot area,
-# and cut off when it sticks out of its chart; the chart's toolbar (plotly's modebar, measured where it shows on
-# hover or tap) must sit on no label. Streamlit's own labels are cut off when they end in an ellipsis, and a
-# displayed formula is cut off when it is wider than its box.
+# ticks). Each label is taken as the quadrilateral its glyphs fill on screen (rotated tick labels are rotated boxes,
+# not the larger upright boxes around them); two labels overlap when they share more than 2 px across every
+# direction; a label is drawn over a plot when it enters a plot area, and cut off when it sticks out of its chart;
+# the chart's toolbar (plotly's modebar, measured where it shows on hover or tap) must sit on no label. What a
+# heatmap writes in its cells (numbers, ✓ and ✗, letters), where it shows, must not stand on what its neighbours
+# write. Streamlit's own labels are cut off when they end in an ellipsis, and a displayed formula is cut off when it
+# is wider than its box.
 LAYOUT_PROBLEMS = (Path(__file__).parent / "layout_problems.js").read_text(encoding="utf-8")
+# A chart's numbers are hidden on a narrow screen by a style that arrives just after the chart (`charts.show`), and a
+# chart first drawn before its box has its width is drawn again: what the first measurement finds is measured again
+# for up to this long, and only what stays is a problem.
+SETTLE_S = 5.0
 
 
 @dataclass
@@ -160,8 +165,14 @@ class AppPage:
         )
 
     def layout_problems(self) -> list[str]:
-        """Labels drawn over labels or cut off, anywhere on the page (see LAYOUT_PROBLEMS)."""
-        return self.page.evaluate(LAYOUT_PROBLEMS)
+        """Labels drawn over labels or cut off, anywhere on the page, once the page has settled (see
+        LAYOUT_PROBLEMS and SETTLE_S)."""
+        problems = self.page.evaluate(LAYOUT_PROBLEMS)
+        deadline = time.monotonic() + SETTLE_S
+        while problems and time.monotonic() < deadline:
+            self.page.wait_for_timeout(500)
+            problems = self.page.evaluate(LAYOUT_PROBLEMS)
+        return problems
 
     def exceptions(self) -> list[str]:
         return self.page.locator('[data-testid="stException"]').all_inner_texts()

@@ -85,6 +85,28 @@
         }
       }
     }
+    // What a heatmap writes in its cells (numbers, ✓ and ✗, −∞, a strip's letters) where it shows: no two stand on
+    // each other. Boxes are upright here, so they are compared as rectangles, sorted from the left. A text's box is
+    // as wide as its letters (half a pixel is let pass) but a line taller than they are (2 px are let pass).
+    const cells = [...plot.querySelectorAll('.heatmaplayer text')]
+      .filter(node => (node.textContent || '').trim() && getComputedStyle(node).display !== 'none')
+      .map(node => ({text: node.textContent.trim(), box: node.getBoundingClientRect()}))
+      .filter(cell => cell.box.width > 0.5 && cell.box.height > 0.5)
+      .sort((a, b) => a.box.left - b.box.left);
+    let crowded = 0, example = '';
+    for (let i = 0; i < cells.length; i++) {
+      const a = cells[i].box;
+      for (let j = i + 1; j < cells.length && cells[j].box.left < a.right - 0.5; j++) {
+        const b = cells[j].box;
+        if (b.top < a.bottom - TOLERANCE && a.top < b.bottom - TOLERANCE) {
+          crowded += 1;
+          example = example || `"${cells[i].text}" and "${cells[j].text}"`;
+        }
+      }
+    }
+    if (crowded) {
+      problems.push(`${title}: ${crowded} pairs of what its cells write stand on each other (${example} first)`);
+    }
   });
   for (const node of document.querySelectorAll('.stMarkdownEllipsis, [data-testid="stMetricValue"] > div, [data-testid="stTab"] p')) {
     if (node.scrollWidth > node.clientWidth + 1 && node.getBoundingClientRect().width > 0) {
