@@ -6,6 +6,11 @@ desktop has room for them and records in the layout's meta how wide the chart mu
 (`record_numbers`); `charts.show` hides them on narrower screens, where the hover and the tables beside the chart
 still give every value. A row must also be tall enough for its numbers, and a figure's height is known when it is
 built: where the rows are too low, the numbers are not written at all (`rows_fit`).
+
+Two figures write text of another kind and keep rules of their own: the tokenization lesson's strip, one letter a
+cell (`tokenization.figures.LINE_WIDTH`: 32 a line, so that a phone holds them), and the masking lesson's next-token
+grid, one ✓ a row (no neighbour to stand on). The layout check measures all of them in Chromium
+(`harness/layout_problems.js`).
 """
 
 from __future__ import annotations
@@ -49,8 +54,9 @@ def numbers_fit(needed_px: int, show_values: bool | None) -> bool:
 
 
 def record_numbers(figure: go.Figure, needed_px: int) -> None:
-    """Tell the page how wide the chart must be for the numbers written in its cells."""
-    figure.update_layout(meta={NUMBERS_FROM_PX: needed_px})
+    """Tell the page how wide the chart must be for the numbers written in its cells (what else the layout's meta
+    holds is kept)."""
+    figure.update_layout(meta={**(figure.layout.meta or {}), NUMBERS_FROM_PX: needed_px})
 
 
 def widest_number(*matrices: np.ndarray, number_format: str = ".2f") -> int:

@@ -84,3 +84,10 @@ def test_in_presentation_style_larger_numbers_need_a_wider_chart():
     assert larger.data[0].textfont.size == round(CELL_FONT_SIZE * 1.35)
     assert numbers_from(larger) == round(numbers_from(figure) * 1.35)
     assert numbers_from(figure) < numbers_from(larger)  # the figure itself, perhaps cached, is left as it was
+
+
+def test_recording_the_width_keeps_what_else_the_meta_holds():
+    figure = heatmap(matrix(6, 12), show_values=False)
+    figure.update_layout(meta={"lesson": "multihead"})
+    cell_numbers.record_numbers(figure, 500)
+    assert figure.layout.meta == {"lesson": "multihead", NUMBERS_FROM_PX: 500}
