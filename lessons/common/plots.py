@@ -156,9 +156,11 @@ def heatmap(
     rows, columns = values.shape
     row_text = [safe_label(label) for label in row_labels]
     column_text = [safe_label(label) for label in column_labels]
-    characters = widest_number(values, number_format=value_format)
-    needed_px = width_for_numbers(columns, characters, _side_room(row_text, colorbar))
-    show = numbers_fit(needed_px, show_values) and rows_fit(rows, height)
+    needed_px = None  # measured only where numbers may be written: it formats every value
+    if show_values is not False:
+        characters = widest_number(values, number_format=value_format)
+        needed_px = width_for_numbers(columns, characters, _side_room(row_text, colorbar))
+    show = needed_px is not None and numbers_fit(needed_px, show_values) and rows_fit(rows, height)
     hover_rows = np.repeat(np.array(row_text, dtype=object)[:, None], columns, axis=1)
     hover_columns = np.repeat(np.array(column_text, dtype=object)[None, :], rows, axis=0)
     trace = go.Heatmap(
@@ -182,7 +184,7 @@ def heatmap(
     layout["xaxis"] = dict(tickvals=list(range(columns)), ticktext=column_text, side="top", title=column_title)
     layout["yaxis"] = dict(tickvals=list(range(rows)), ticktext=row_text, autorange="reversed", title=row_title)
     figure = go.Figure(data=[trace], layout=layout)
-    if show:
+    if show and needed_px is not None:
         record_numbers(figure, needed_px)
     return figure
 

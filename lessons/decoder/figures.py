@@ -17,8 +17,8 @@ from plotly.subplots import make_subplots
 
 from lessons.common.cell_numbers import (
     CELL_FONT,
-    DESKTOP_CHART,
     LABEL_ROOM,
+    numbers_fit,
     record_numbers,
     widest_number,
     width_for_numbers,
@@ -89,7 +89,7 @@ def heads_figure(
     num_heads, num_rows, num_columns = values.shape
     rows, columns = token_names(row_labels), token_names(column_labels)
     needed = width_for_numbers(num_heads * num_columns, widest_number(values))
-    show_text = needed <= DESKTOP_CHART
+    show_text = numbers_fit(needed, None)
     figure, height = panel_grid([f"head {head}" for head in range(num_heads)], num_heads, num_rows)
     for head in range(num_heads):
         figure.add_trace(
