@@ -94,6 +94,27 @@ LAYOUT_PROBLEMS = (Path(__file__).parent / "layout_problems.js").read_text(encod
 # for up to this long, and only what stays is a problem.
 SETTLE_S = 5.0
 
+# Where each chart lies on the page and each text, drag area and colour bar of a chart lies in it (x, y, width,
+# height in whole pixels), with Streamlit's own blocks: read again and again after the window changes size, until it
+# stays put; and compared between a page resized to a size and one opened at it.
+GEOMETRY = """() => {
+  const box = (node, origin) => {
+    const b = node.getBoundingClientRect();
+    return [Math.round(b.x - origin.x), Math.round(b.y - origin.y), Math.round(b.width), Math.round(b.height)];
+  };
+  const page = {x: 0, y: 0};
+  const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].map(chart => {
+    const frame = chart.getBoundingClientRect();
+    return [box(chart, page), ...[...chart.querySelectorAll('text, rect.nsewdrag, rect.cbbg')]
+      .map(node => [node.tagName, node.textContent.slice(0, 40), getComputedStyle(node).display, ...box(node, frame)])];
+  });
+  const blocks = [...document.querySelectorAll('[data-testid="stSidebar"], [data-testid="stMainBlockContainer"], '
+    + 'h1, h2, h3, .katex-display, [data-testid="stMarkdownContainer"]')].map(node => box(node, page));
+  return {charts, blocks};
+}"""
+# A resized page counts as laid out again once its geometry has stayed the same this long.
+RESIZE_QUIET_S = 0.5
+
 
 @dataclass
 class AppPage:
@@ -125,6 +146,23 @@ class AppPage:
             if self.page.evaluate(PAINTED, min_plots) and self.plot_count() == count:
                 return self
         raise TimeoutError(f"{self.page.url} kept changing its charts for {PAINT_TIMEOUT_MS / 1000:.0f} s")
+
+    def resize(self, width: int, height: int) -> AppPage:
+        """Make the window `width` × `height` CSS pixels, as a learner who zooms in (150 % turns a 1280 px
+        window into 853 px) or narrows it, and wait until the page has been laid out for it: its `geometry()`
+        unchanged for RESIZE_QUIET_S (each chart is drawn again at its new width a moment after the window
+        changed)."""
+        self.page.set_viewport_size({"width": width, "height": height})
+        deadline = time.monotonic() + PAINT_TIMEOUT_MS / 1000
+        last, still_since = self.geometry(), time.monotonic()
+        while time.monotonic() - still_since < RESIZE_QUIET_S:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.page.url} kept moving after a resize to {width} × {height}")
+            self.page.wait_for_timeout(100)
+            now = self.geometry()
+            if now != last:
+                last, still_since = now, time.monotonic()
+        return self
 
     def text_box(self):
         """The sidebar's "Text to study" (its help button carries the same name, hence the role)."""
@@ -163,6 +201,10 @@ class AppPage:
             ".map(cell => cell.textContent).join('')",
             plot_index,
         )
+
+    def geometry(self) -> dict:
+        """Where everything lies (see GEOMETRY)."""
+        return self.page.evaluate(GEOMETRY)
 
     def layout_problems(self) -> list[str]:
         """Labels drawn over labels or cut off, anywhere on the page, once the page has settled (see
