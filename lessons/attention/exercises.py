@@ -128,7 +128,6 @@ def strongest_key(lesson: HeadLesson, query_index: int, key_index: int) -> Exerc
             labels,
             "weights",
             title=f"The weights of query {query_index} over every key, the largest outlined",
-            show_values=weights.numel() <= 12,
             highlight=(0, answer),
         ),
     )

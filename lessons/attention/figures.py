@@ -3,18 +3,31 @@ the whole attention pattern of one head, and one score taken apart feature by fe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import numpy as np
 import plotly.graph_objects as go
 
+from lessons.common.cell_numbers import CELL_FONT, record_numbers
 from lessons.common.labels import token_labels
-from lessons.common.matrix_figures import finish_panels
-from lessons.common.plots import ATTENTION_SCALE, DIVERGING_SCALE, as_array, cell_frame, safe_label, style
+from lessons.common.matrix_figures import COLOUR_BAR_UNDER, finish_panels
+from lessons.common.plots import (
+    ATTENTION_SCALE,
+    DIVERGING_SCALE,
+    as_array,
+    cell_frame,
+    cell_numbers_px,
+    safe_label,
+    style,
+)
 
 ScoreStage = Literal["raw", "scaled", "weights"]
 SIGNIFICANT_DIGITS = 4  # what a reader can compare by eye; fewer bytes per cell for long texts
+# The values written in the cells: four significant digits without trailing zeros ("3", "0.25", "−12.34"). Written
+# by Python, which also measures their width: plotly's d3-format keeps the zeros ("3.000") and cannot drop them.
+NUMBER_FORMAT = f".{SIGNIFICANT_DIGITS}g"
 HIGHLIGHT_COLOUR = "#f59e0b"
 MIN_SCORE_ROWS = 3
 
@@ -36,12 +49,13 @@ def step_matrix(
     row_labels: Sequence[str],
     column_labels: Sequence[str],
     title: str = "",
-    show_values: bool = True,
+    show_values: bool | None = None,
     row_title: str = "token",
     column_title: str = "feature",
 ) -> go.Figure:
     """A signed matrix (X, a projection, Q, K, V, an output) on a scale centred on zero, so that the
-    sign of every entry reads at a glance.
+    sign of every entry reads at a glance. Its values are written in its cells where `plots.heatmap` would write them
+    (`show_values`: True, None where a desktop has room, False never).
 
     Unlike `common.heatmap`, hover text is built from the axis names rather than stored per cell: a
     48-token window of 384-wide embeddings is 18,000 cells, and per-cell labels would triple its size.
@@ -49,6 +63,8 @@ def step_matrix(
     values = round_significant(matrix)
     bound = _largest_magnitude(values)
     rows, columns = _category_names(row_labels), _category_names(column_labels)
+    height = _height_for(len(rows))
+    needed_px = cell_numbers_px([values], len(columns), rows, height, show_values, NUMBER_FORMAT)
     figure = go.Figure(
         go.Heatmap(
             z=values.astype(np.float32),
@@ -58,11 +74,12 @@ def step_matrix(
             zmin=-bound,
             zmax=bound,
             hovertemplate=f"{row_title} %{{y}}<br>{column_title} %{{x}}<br>value = %{{z:.4g}}<extra></extra>",
-            texttemplate="%{z:.4g}" if show_values else None,
+            **_cell_text(values, needed_px),
         )
     )
     _label_axes(figure, row_title, column_title, len(rows), len(columns))
-    return _fit_height(style(figure, title), len(rows))
+    record_numbers(figure, needed_px)
+    return style(figure, title, height=height)
 
 
 def projection_panels(
@@ -70,16 +87,21 @@ def projection_panels(
     row_labels: Sequence[str],
     column_labels: Sequence[str],
     title: str = "",
-    show_values: bool = True,
+    show_values: bool | None = None,
 ) -> go.Figure:
     """Q, K and V (or any few matrices with the same rows) side by side in one figure, on one colour scale
-    centred on zero so that their entries compare directly. One figure rather than three: each plotly
-    figure costs a fixed build time, and this one is redrawn on every change of the page."""
+    centred on zero so that their entries compare directly, their values written as `step_matrix` writes them.
+    One figure rather than three: each plotly figure costs a fixed build time, and this one is redrawn on every
+    change of the page."""
     named = {name: round_significant(matrix) for name, matrix in matrices.items()}
     bound = max(_largest_magnitude(values) for values in named.values())
     rows, columns = _category_names(row_labels), _category_names(column_labels)
     gap = 0.04
     width = (1.0 - gap * (len(named) - 1)) / len(named)
+    height = _height_for(len(rows))
+    # The panels' cells share the plot's width with the gaps between them: as wide as this many cells.
+    columns_across = math.ceil(len(columns) / width)
+    needed_px = cell_numbers_px(list(named.values()), columns_across, rows, height, show_values, NUMBER_FORMAT)
     figure = go.Figure()
     for index, (name, values) in enumerate(named.items()):
         axis = "" if index == 0 else str(index + 1)
@@ -93,7 +115,7 @@ def projection_panels(
                 coloraxis="coloraxis",
                 name=name,
                 hovertemplate=f"{name}<br>token %{{y}}<br>feature %{{x}}<br>value = %{{z:.4g}}<extra></extra>",
-                texttemplate="%{z:.4g}" if show_values else None,
+                **_cell_text(values, needed_px),
             )
         )
         start = index * (width + gap)
@@ -111,7 +133,8 @@ def projection_panels(
         )
     figure.update_yaxes(type="category", autorange="reversed", title="token", showticklabels=len(rows) <= 64)
     figure.update_layout(coloraxis=dict(colorscale=DIVERGING_SCALE, cmin=-bound, cmax=bound))
-    return _fit_height(style(figure, title), len(rows))
+    record_numbers(figure, needed_px)
+    return style(figure, title, height=height)
 
 
 def score_matrix(
@@ -122,11 +145,12 @@ def score_matrix(
     column_labels: Sequence[str],
     stage: ScoreStage,
     title: str = "",
-    show_values: bool = True,
+    show_values: bool | None = None,
     highlight: tuple[int, int] | None = None,
 ) -> go.Figure:
-    """One stage of the (query × key) score matrix. Hovering a cell shows its whole story:
-    q·k = raw, ÷√d = scaled, and the softmax weight it became. `highlight` outlines one cell.
+    """One stage of the (query × key) score matrix, its values written as `step_matrix` writes them. Hovering a
+    cell shows its whole story: q·k = raw, ÷√d = scaled, and the softmax weight it became. `highlight` outlines
+    one cell.
 
     The colour bar lies under the matrix, as under the lesson's other matrices: beside a matrix of a few rows
     it would be as short as they are, and on a phone its five numbers (−40 to 40) stood on each other."""
@@ -138,6 +162,10 @@ def score_matrix(
     else:
         bound = _largest_magnitude(shown)
         colours = dict(colorscale=DIVERGING_SCALE, cmin=-bound, cmax=bound)
+    # At least MIN_SCORE_ROWS rows' height: one query's row alone (an exercise's figure) was left two pixels
+    # under its title, its key labels and their axis title.
+    height = _height_for(max(len(rows), MIN_SCORE_ROWS))
+    needed_px = cell_numbers_px([shown], len(columns), rows, height, show_values, NUMBER_FORMAT, COLOUR_BAR_UNDER)
     figure = go.Figure(
         go.Heatmap(
             z=shown.astype(np.float32),
@@ -150,18 +178,15 @@ def score_matrix(
                 "÷ √d = %{customdata[1]:.4g}<br>"
                 "softmax weight = %{customdata[2]:.4g}<extra></extra>"
             ),
-            texttemplate="%{z:.4g}" if show_values else None,
             coloraxis="coloraxis",
+            **_cell_text(shown, needed_px),
         )
     )
     figure.update_layout(coloraxis=colours)
     _label_axes(figure, "query", "key", len(rows), len(columns))
     if highlight is not None:
         figure.add_shape(cell_frame(*highlight, HIGHLIGHT_COLOUR))
-    # At least MIN_SCORE_ROWS rows' height: one query's row alone (an exercise's figure) was left two pixels
-    # under its title, its key labels and their axis title.
-    height = _height_for(max(len(rows), MIN_SCORE_ROWS))
-    return finish_panels(figure, title or _STAGE_TITLES[stage], height, needed_px=None, titles_under=False)
+    return finish_panels(figure, title or _STAGE_TITLES[stage], height, needed_px, titles_under=False)
 
 
 def full_pattern(weights, labels: Sequence[str], title: str = "") -> go.Figure:
@@ -250,6 +275,9 @@ def _height_for(rows: int) -> int:
     return min(120 + 34 * rows, 760)
 
 
-def _fit_height(figure: go.Figure, rows: int) -> go.Figure:
-    figure.update_layout(height=_height_for(rows))
-    return figure
+def _cell_text(values: np.ndarray, needed_px: int | None) -> dict:
+    """A heatmap trace's settings that write `values` in its cells (none where `needed_px` is None)."""
+    if needed_px is None:
+        return {}
+    written = [[format(float(value), NUMBER_FORMAT).replace("-", "−") for value in row] for row in values]
+    return dict(text=written, texttemplate="%{text}", textfont=CELL_FONT)

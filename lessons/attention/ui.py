@@ -303,7 +303,7 @@ def show_projections(lesson: HeadLesson, window: range) -> None:
     matrices = {"Q = K = V": steps.query} if lesson.shared_qkv else {"Q": steps.query, "K": steps.key, "V": steps.value}
     shown = {name: matrix[window.start : window.stop] for name, matrix in matrices.items()}
     charts.show(
-        projection_panels(shown, rows, lesson.features, show_values=_small(steps.query[window.start : window.stop])),
+        projection_panels(shown, rows, lesson.features),
         key="att_figure_projections",
     )
     if numbers := widgets.expander_if_open("The numbers", "att_numbers_projections", expanded=_small(steps.query)):
@@ -318,7 +318,7 @@ def show_scores(lesson: HeadLesson, window: range, focus: tuple[int, int], stage
     raw, scaled, weights = (matrix[crop, crop] for matrix in (steps.raw_scores, steps.scaled_scores, steps.weights))
     highlight = (focus[0] - window.start, focus[1] - window.start) if all(i in window for i in focus) else None
     charts.show(
-        score_matrix(raw, scaled, weights, labels, labels, stage, show_values=_small(raw), highlight=highlight),
+        score_matrix(raw, scaled, weights, labels, labels, stage, highlight=highlight),
         key=f"att_figure_{stage}",
     )
     if stage == "scaled":
@@ -337,9 +337,7 @@ def show_scores(lesson: HeadLesson, window: range, focus: tuple[int, int], stage
 def show_outputs(lesson: HeadLesson, window: range, query_index: int) -> None:
     steps, rows = lesson.steps, _window_labels(lesson, window)
     shown = steps.output[window.start : window.stop]
-    charts.show(
-        step_matrix(shown, rows, lesson.features, "output = A V", show_values=_small(shown)), key="att_figure_output"
-    )
+    charts.show(step_matrix(shown, rows, lesson.features, "output = A V"), key="att_figure_output")
     st.markdown(f"How row {query_index} of the output is built: each value vector, times its weight.")
     contributions = output_contributions(steps, query_index)[window.start : window.stop]
     contribution_frame = _table(contributions, rows, lesson.features, f"weight × value, query {query_index}")
@@ -453,5 +451,5 @@ def _window_labels(lesson: HeadLesson, window: range) -> list[str]:
 
 
 def _small(matrix) -> bool:
-    """Few enough cells to print every value inside the heatmap."""
+    """Few enough cells to open the table of their numbers under a figure from the start."""
     return matrix.size(0) <= 12 and matrix.size(-1) <= 12

@@ -5,7 +5,8 @@ drawn (820 px on a desktop, 520 px zoomed to 150 %, 358 px on a phone), so its b
 desktop has room for them and records in the layout's meta how wide the chart must be to hold them
 (`record_numbers`); `charts.show` hides them on narrower screens, where the hover and the tables beside the chart
 still give every value. A row must also be tall enough for its numbers, and a figure's height is known when it is
-built: where the rows are too low, the numbers are not written at all (`rows_fit`).
+built: where the rows are too low, the numbers are not written at all (`rows_fit`). `plots.heatmap` follows the rule,
+and `plots.cell_numbers_px` measures it for the heatmaps built elsewhere.
 
 Two figures write text of another kind and keep rules of their own: the tokenization lesson's strip, one letter a
 cell (`tokenization.figures.LINE_WIDTH`: 32 a line, so that a phone holds them), and the masking lesson's next-token
@@ -53,10 +54,11 @@ def numbers_fit(needed_px: int, show_values: bool | None) -> bool:
     return needed_px <= DESKTOP_CHART if show_values is None else show_values
 
 
-def record_numbers(figure: go.Figure, needed_px: int) -> None:
+def record_numbers(figure: go.Figure, needed_px: int | None) -> None:
     """Tell the page how wide the chart must be for the numbers written in its cells (what else the layout's meta
-    holds is kept)."""
-    figure.update_layout(meta={**(figure.layout.meta or {}), NUMBERS_FROM_PX: needed_px})
+    holds is kept); None: it writes none, and nothing is recorded."""
+    if needed_px is not None:
+        figure.update_layout(meta={**(figure.layout.meta or {}), NUMBERS_FROM_PX: needed_px})
 
 
 def widest_number(*matrices: np.ndarray, number_format: str = ".2f") -> int:

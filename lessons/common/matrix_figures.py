@@ -181,8 +181,7 @@ def finish_panels(
 ) -> go.Figure:
     """The app's look, the colour bar under the panels, and room under them for the panels' titles (unless the
     figure has none: a single matrix)."""
-    if needed_px is not None:
-        record_numbers(figure, needed_px)
+    record_numbers(figure, needed_px)
     figure.update_coloraxes(colorbar=COLOUR_BAR_UNDER)
     under = (PANEL_TITLES_PX if titles_under else 0) + COLOUR_BAR_ROW_PX
     return style(figure, title, height=height + COLOUR_BAR_ROW_PX).update_layout(margin=dict(b=10 + under))

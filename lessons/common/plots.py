@@ -156,11 +156,8 @@ def heatmap(
     rows, columns = values.shape
     row_text = [safe_label(label) for label in row_labels]
     column_text = [safe_label(label) for label in column_labels]
-    needed_px = None  # measured only where numbers may be written: it formats every value
-    if show_values is not False:
-        characters = widest_number(values, number_format=value_format)
-        needed_px = width_for_numbers(columns, characters, _side_room(row_text, colorbar))
-    show = needed_px is not None and numbers_fit(needed_px, show_values) and rows_fit(rows, height)
+    needed_px = cell_numbers_px([values], columns, row_text, height, show_values, value_format, colorbar)
+    show = needed_px is not None
     hover_rows = np.repeat(np.array(row_text, dtype=object)[:, None], columns, axis=1)
     hover_columns = np.repeat(np.array(column_text, dtype=object)[None, :], rows, axis=0)
     trace = go.Heatmap(
@@ -184,12 +181,32 @@ def heatmap(
     layout["xaxis"] = dict(tickvals=list(range(columns)), ticktext=column_text, side="top", title=column_title)
     layout["yaxis"] = dict(tickvals=list(range(rows)), ticktext=row_text, autorange="reversed", title=row_title)
     figure = go.Figure(data=[trace], layout=layout)
-    if show and needed_px is not None:
-        record_numbers(figure, needed_px)
+    record_numbers(figure, needed_px)
     return figure
 
 
+def cell_numbers_px(
+    matrices: Sequence[np.ndarray],
+    columns_across: int,
+    row_labels: Sequence[str],
+    height: int | None,
+    show_values: bool | None,
+    value_format: str,
+    colorbar: dict | None = None,
+) -> int | None:
+    """How wide a heatmap must be drawn for the values of `matrices` written in its cells (`cell_numbers`), or
+    None where they are not written: asked not to (`show_values` False), without room on a desktop (unless asked
+    to, True), or on rows too low for them. `columns_across`: the cells across, all panels together;
+    `row_labels` stand at the left; `colorbar` as plotly's settings (None: beside the plot)."""
+    if show_values is False or not rows_fit(len(row_labels), height):
+        return None  # measured only where numbers may be written: it formats every value
+    characters = widest_number(*matrices, number_format=value_format)
+    needed_px = width_for_numbers(columns_across, characters, _side_room(row_labels, colorbar))
+    return needed_px if numbers_fit(needed_px, show_values) else None
+
+
 COLOUR_BAR_BESIDE_PX = 100  # a colour bar at the right, its numbers and its gap to the plot
+SIDE_MARGIN_PX = 10  # the app's margin at either side of a chart (`base_layout`)
 
 
 def _side_room(row_labels: Sequence[str], colorbar: dict | None) -> int:
@@ -197,8 +214,7 @@ def _side_room(row_labels: Sequence[str], colorbar: dict | None) -> int:
     stands beside the plot (one laid across underneath takes none)."""
     beside = not colorbar or colorbar.get("orientation") != "h"
     widest = max(map(label_width_px, row_labels), default=0.0)
-    margins = 20  # base_layout's 10 px a side
-    return int(margins + LEFT_LABEL_REACH_PX + widest + (COLOUR_BAR_BESIDE_PX if beside else 0))
+    return int(2 * SIDE_MARGIN_PX + LEFT_LABEL_REACH_PX + widest + (COLOUR_BAR_BESIDE_PX if beside else 0))
 
 
 def base_layout(title: str = "", height: int | None = None) -> dict:
@@ -209,7 +225,7 @@ def base_layout(title: str = "", height: int | None = None) -> dict:
     A subtitle rather than more lines of title: plotly lifts the extra lines of a title that pushes the margin
     as if it stood on the plot, and they left the chart at its top edge."""
     if not title:
-        return dict(title=None, margin=dict(l=10, r=10, t=30, b=10), height=height)
+        return dict(title=None, margin=dict(l=SIDE_MARGIN_PX, r=SIDE_MARGIN_PX, t=30, b=10), height=height)
     first_line, *other_lines = title_lines(title)
     added_lines = len(other_lines) - title.count("<br>")
     if height is not None:
@@ -221,7 +237,7 @@ def base_layout(title: str = "", height: int | None = None) -> dict:
     )
     if other_lines:
         heading["subtitle"] = dict(text="<br>".join(other_lines))
-    return dict(title=heading, margin=dict(l=10, r=10, t=20, b=10), height=height)
+    return dict(title=heading, margin=dict(l=SIDE_MARGIN_PX, r=SIDE_MARGIN_PX, t=20, b=10), height=height)
 
 
 def style(figure: go.Figure, title: str = "", height: int | None = None) -> go.Figure:

@@ -12,6 +12,7 @@ from lessons.attention.figures import (
     step_matrix,
 )
 from lessons.common import examples as toy
+from lessons.common.cell_numbers import CELL_FONT_SIZE, DESKTOP_CHART, NUMBERS_FROM_PX
 from lessons.common.labels import token_labels
 
 STEPS = toy.love_mathematics()
@@ -31,7 +32,7 @@ def test_a_step_matrix_shows_every_entry_on_a_scale_centred_on_zero():
     assert np.array_equal(trace.z, STEPS.query.numpy())  # small integers survive rounding exactly
     assert list(trace.y) == ["I", "love", "mathematics"] and list(trace.x) == FEATURES
     assert trace.zmin == -5.0 and trace.zmax == 5.0  # the largest entry of Q is 5
-    assert trace.texttemplate == "%{z:.4g}"
+    assert trace.texttemplate == "%{text}" and list(trace.text[0]) == ["3", "1", "5", "4"]  # Q's first row, not "3.000"
     assert step_matrix(STEPS.query, STEPS.tokens, FEATURES, show_values=False).data[0].texttemplate is None
 
 
@@ -94,6 +95,42 @@ def test_projection_panels_put_q_k_and_v_side_by_side_on_one_scale():
     assert (figure.layout.coloraxis.cmin, figure.layout.coloraxis.cmax) == (-6.0, 6.0)  # K and V reach 6
     domains = [figure.layout.xaxis.domain, figure.layout.xaxis2.domain, figure.layout.xaxis3.domain]
     assert all(left[1] < right[0] for left, right in zip(domains, domains[1:]))  # no panel overlaps another
+
+
+PHONE_CHART = 358  # px: a chart's width on a phone (390 px window)
+
+
+def numbers_from(figure) -> int | None:
+    return (figure.layout.meta or {}).get(NUMBERS_FROM_PX)
+
+
+def test_the_worked_examples_values_are_written_at_the_cells_font_size_and_hidden_where_a_chart_is_narrower():
+    """The lesson's matrices follow the app's one rule for numbers in cells (`lessons.common.cell_numbers`): at
+    12 px, where a desktop has room, the width they need recorded for the page to hide them below it (plotly
+    would otherwise shrink them to fit a phone's cells, too small to read)."""
+    panels = projection_panels({"Q": STEPS.query, "K": STEPS.key, "V": STEPS.value}, STEPS.tokens, FEATURES)
+    scores = score_matrix(STEPS.raw_scores, STEPS.scaled_scores, STEPS.weights, STEPS.tokens, STEPS.tokens, "raw")
+    output = step_matrix(STEPS.output, STEPS.tokens, FEATURES, "output = A V")
+    for figure in (panels, scores, output):
+        assert all(trace.texttemplate == "%{text}" for trace in figure.data)
+        assert all(trace.textfont.size == CELL_FONT_SIZE for trace in figure.data)
+        assert numbers_from(figure) <= DESKTOP_CHART
+    assert numbers_from(panels) > PHONE_CHART  # Q, K and V: twelve columns, hidden on a phone
+    assert numbers_from(scores) <= PHONE_CHART  # three keys: written on a phone too
+
+
+def test_a_matrix_too_wide_for_a_desktop_writes_no_values_unless_asked_and_none_when_told_not_to():
+    head = np.full((7, 64), -0.1234)  # seven tokens of a 64-wide head
+    tokens = [f"token {index}" for index in range(7)]
+    features = [str(feature) for feature in range(64)]
+    wide = step_matrix(head, tokens, features)
+    assert wide.data[0].texttemplate is None and numbers_from(wide) is None
+    asked = step_matrix(head, tokens, features, show_values=True)
+    assert asked.data[0].text[0][0] == "−0.1234" and numbers_from(asked) > DESKTOP_CHART
+    told_not_to = score_matrix(
+        STEPS.raw_scores, STEPS.scaled_scores, STEPS.weights, STEPS.tokens, STEPS.tokens, "raw", show_values=False
+    )
+    assert told_not_to.data[0].texttemplate is None and numbers_from(told_not_to) is None
 
 
 def test_the_full_pattern_stays_light_for_long_texts():
