@@ -128,10 +128,7 @@ def test_an_exercise_answered_on_a_phone_draws_no_label_over_another(page, app_s
     if not answer_the_exercise(app):
         assert page.locator('[data-testid="stAlertContentInfo"]').count() == 1, "neither a question nor why not"
     assert app.exceptions() == []
-    problems = app.layout_problems()
-    if problems:
-        app.screenshot(f"layout-phone-exercise-{lesson}-{exercise}")
-    assert problems == []
+    assert problems_at(app, f"exercise-{lesson}-{exercise}", "phone") == []
 
 
 @pytest.mark.slow
@@ -142,10 +139,7 @@ def test_each_step_of_the_worked_example_on_a_phone_draws_no_label_over_another(
     app = AppPage(page, app_server.url)
     app.open("attention", min_plots=2, att_source="toy", **EXAMPLE_STEPS[step])
     assert app.exceptions() == []
-    problems = app.layout_problems()
-    if problems:
-        app.screenshot(f"layout-phone-example-{step.replace(' ', '_')}")
-    assert problems == []
+    assert problems_at(app, f"example-{step}", "phone") == []
 
 
 # The tokenization lesson's strip draws the text one character a cell: a text of several lines, measured by the
@@ -165,10 +159,7 @@ def test_the_letters_of_the_token_strip_never_stand_on_each_other(page, app_serv
     app = AppPage(page, app_server.url)
     app.open("tokenization", min_plots=1, text=STRIP_TEXT)
     assert page.evaluate(STRIP_LETTERS) == len(STRIP_TEXT)  # every character drawn, a space as a middle dot
-    problems = app.layout_problems()
-    if problems:
-        app.screenshot(f"layout-{size}-token-strip")
-    assert problems == []
+    assert problems_at(app, "token-strip", size) == []
 
 
 def moved(opened: dict, resized: dict) -> list[str]:
