@@ -105,7 +105,7 @@ def show(figure: go.Figure, key: str | None = None, *, about: str | None = None,
     if about is None:
         context = st.session_state.get("_context")
         about = context.text if context is not None else ""
-    if st.session_state.get(presentation.KEY):  # figure text grows as much as the page's text
+    if presentation.enlarges():  # figure text grows as much as the page's text
         figure = with_larger_text(figure, presentation.ZOOM)
     shows = what_it_shows(figure, key)
     name = file_name(st.session_state.get(_LESSON, ""), shows, about)
@@ -204,11 +204,15 @@ CHART_TEXT_RULES = (
 # the chart's height: allowed to grow (its overflow visible, else it kept that height), it holds strip and chart
 # alike, and the chart keeps its own height. Streamlit cuts off what leaves the plot's own box (overflow hidden),
 # which would hide the toolbar above it. In full screen, Streamlit's frame has a header band the toolbar sits in.
-TOOLBAR_STRIP_PX = 28  # the toolbar is 25 px high
+# The toolbar keeps the size of the usual page's text in presentation style too: it inherited the larger text's
+# line height, and its rows grew from 25.6 to 34.6 px, past the strip and onto the chart's title (two charts side
+# by side on a tablet), with the SVG button 7 px higher than the others.
+TOOLBAR_STRIP_PX = 28  # the toolbar is 25.6 px high
 TOOLBAR_RULES = (
     '[data-testid="stElementContainer"]:has(> [data-testid="stFullScreenFrame"] > .stPlotlyChart) '
     f"{{ padding-top: {TOOLBAR_STRIP_PX}px; height: auto !important; overflow: visible !important; }}"
     f".stPlotlyChart .modebar-container {{ top: -{TOOLBAR_STRIP_PX}px !important; }}"
+    ".stPlotlyChart .modebar { font-size: 16px; line-height: 1.6; }"
     ".stPlotlyChart .js-plotly-plot { overflow: visible !important; }"
 )
 
