@@ -59,7 +59,7 @@ def token_axes(figure: go.Figure, names: list[str], row: int | None = None, col:
     label only where even upright ones would overlap: on a phone). Past UPRIGHT_KEYS keys they always read
     upwards, and the margins are made to hold them before plotly draws (`finish_token_axes`)."""
     where = dict(row=row, col=col) if row is not None else {}
-    angles = dict(tickangle=-90) if turned_labels(len(names)) else dict(autotickangles=[0, -90])
+    angles = dict(tickangle=-90) if turned_labels(len(names)) else {}  # else level or upright: the template's rule
     figure.update_xaxes(type="category", side="top", automargin=True, **angles, **where)
     figure.update_yaxes(type="category", autorange="reversed", automargin=True, **where)
 

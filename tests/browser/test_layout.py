@@ -1,5 +1,5 @@
 """Labels never sit on labels, and nothing is cut off, on any view, on a desktop, zoomed to 150 %, on a tablet,
-on a phone, or in presentation style.
+on a phone, or in presentation style (on a wide screen and on a projector of 1024 × 768).
 
 `harness.browser.LAYOUT_PROBLEMS` measures every label a chart draws (titles and subtitles, axis titles, tick
 labels, annotations, legends, colour bars) as the shape its glyphs fill on screen, and reports labels that
@@ -12,7 +12,9 @@ click opens: each exercise's answer with its figure, and each step of the attent
 A view is opened twice: on a desktop, where it is then zoomed to 150 % and narrowed to a tablet's width on the
 same page (as a learner does with an open page; the test at the end holds that it is then laid out as a page
 opened at that size), and on a phone, anew, as the link a student taps, with the sidebar folded away from the
-start. Presentation style, chosen by the link, opens it a third time.
+start. Presentation style, chosen by the link, opens it a third time, on a wide screen, which is then narrowed to
+a projector's 1024 × 768 (found so, 2026-11-30: the feed-forward map's neuron labels, turned by 30°, on each
+other there).
 """
 
 from __future__ import annotations
@@ -32,9 +34,11 @@ SIZES = {
     "tablet": (768, 1024),
     "phone": (390, 844),
     "present": (1280, 800),  # presentation style: every text 1.35 times larger
+    "projector": (1024, 768),  # presentation style on a projector (XGA)
 }
 RESIZED = ["zoom150", "tablet"]  # the desktop's page, zoomed in and narrowed
 OPENED_ANEW = ["phone", "present"]
+RESIZED_AFTER = {"phone": [], "present": ["projector"]}  # presentation style's page, narrowed to a projector
 STYLES = {"present": {"present": "True"}}
 
 
@@ -77,7 +81,12 @@ def test_no_label_is_drawn_over_another_or_cut_off_on_a_phone_or_in_presentation
     app = AppPage(page, app_server.url)
     open_view(app, name, size)
     assert app.exceptions() == []
-    assert problems_at(app, name, size) == []
+    problems = {size: problems_at(app, name, size)}
+    for narrower in RESIZED_AFTER[size]:
+        app.resize(*SIZES[narrower])
+        problems[narrower] = problems_at(app, name, narrower)
+    assert problems == {shown: [] for shown in (size, *RESIZED_AFTER[size])}
+    assert app.exceptions() == []
     assert app.requests_off_loopback() == []
 
 

@@ -148,7 +148,7 @@ def test_past_the_upright_limit_key_labels_read_upwards_and_the_margins_hold_the
     assert wide.layout.xaxis.tickangle == -90
     assert wide.layout.margin.l >= max(map(plots.label_width_px, matrix_figures.token_names(many)))
     # Few keys: plotly still chooses upright or turned by the width it draws at, and sizes the margins itself.
-    assert narrow.layout.xaxis.tickangle is None and list(narrow.layout.xaxis.autotickangles) == [0, -90]
+    assert narrow.layout.xaxis.tickangle is None and narrow.layout.xaxis.autotickangles is None  # the template's
     assert narrow.layout.margin.l == plots.base_layout("Few keys")["margin"]["l"]
 
 

@@ -28,6 +28,14 @@ def test_characters_from_beyond_latin_greek_and_cyrillic_get_the_widest_bound():
     assert plots.label_width_px("日") == plots.label_width_px("😀") > plots.label_width_px("ж") > 0
 
 
+def test_tick_labels_that_do_not_fit_level_read_upwards_in_every_figure_never_turned_by_30_degrees():
+    """Found so (2026-11-30): plotly's default 30° stood neighbouring labels on each other on a projector."""
+    from plotly.subplots import make_subplots
+
+    for figure in (go.Figure(go.Heatmap(z=[[0, 1]])), make_subplots(rows=1, cols=2)):
+        assert tuple(figure.layout.template.layout.xaxis.autotickangles) == (0, -90)
+
+
 def titled(title: str = "A one-line title") -> go.Figure:
     return plots.style(go.Figure(go.Heatmap(z=[[0, 1], [1, 0]])), title)
 
