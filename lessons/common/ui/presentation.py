@@ -47,8 +47,8 @@ REMEMBER = {
 
 def is_a_phone(user_agent: str) -> bool:
     """Whether a browser's user agent names a phone: "Mobi" anywhere in it (as in "Mobile"), the sign that
-    MDN's guide to browser detection advises. Tablets say so only in part (an iPad's Safari presents itself
-    as a desktop's, an Android tablet's Chrome leaves "Mobile" out): they have a projector's proportions."""
+    MDN's guide to browser detection advises. Tablets are not phones (an iPad's Safari presents itself as a
+    desktop's, an Android tablet's Chrome leaves "Mobile" out): 768 px wide, every view holds the larger text."""
     return "Mobi" in user_agent
 
 
