@@ -36,9 +36,10 @@ SIZES = {
     "present": (1280, 800),  # presentation style: every text 1.35 times larger
     "projector": (1024, 768),  # presentation style on a projector (XGA)
 }
-RESIZED = ["zoom150", "tablet"]  # the desktop's page, zoomed in and narrowed
+# The sizes a view is opened at, each with the sizes its page is then resized to: the desktop's page zoomed in
+# and narrowed, presentation style's page narrowed to a projector.
+RESIZED_AFTER = {"desktop": ["zoom150", "tablet"], "phone": [], "present": ["projector"]}
 OPENED_ANEW = ["phone", "present"]
-RESIZED_AFTER = {"phone": [], "present": ["projector"]}  # presentation style's page, narrowed to a projector
 STYLES = {"present": {"present": "True"}}
 
 
@@ -57,19 +58,26 @@ def problems_at(app: AppPage, name: str, size: str) -> list[str]:
     return problems
 
 
+def problems_opened_and_resized(app: AppPage, name: str, size: str) -> dict[str, list[str]]:
+    """The view opened at `size`, without an exception, then resized to each of RESIZED_AFTER[size] on the same
+    page: its layout problems at each of them."""
+    open_view(app, name, size)
+    assert app.exceptions() == []
+    problems = {size: problems_at(app, name, size)}
+    for narrower in RESIZED_AFTER[size]:
+        app.resize(*SIZES[narrower])
+        problems[narrower] = problems_at(app, name, narrower)
+    return problems
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", VIEWS)
 def test_no_label_is_drawn_over_another_or_cut_off_on_a_desktop_zoomed_to_150_percent_or_narrowed(
     page, app_server, name
 ):
     app = AppPage(page, app_server.url)
-    open_view(app, name, "desktop")
-    assert app.exceptions() == []
-    problems = {"desktop": problems_at(app, name, "desktop")}
-    for size in RESIZED:
-        app.resize(*SIZES[size])
-        problems[size] = problems_at(app, name, size)
-    assert problems == {size: [] for size in ("desktop", *RESIZED)}
+    problems = problems_opened_and_resized(app, name, "desktop")
+    assert problems == {size: [] for size in ("desktop", *RESIZED_AFTER["desktop"])}
     assert app.exceptions() == []
     assert app.requests_off_loopback() == []
 
@@ -79,12 +87,7 @@ def test_no_label_is_drawn_over_another_or_cut_off_on_a_desktop_zoomed_to_150_pe
 @pytest.mark.parametrize("name", VIEWS)
 def test_no_label_is_drawn_over_another_or_cut_off_on_a_phone_or_in_presentation_style(page, app_server, name, size):
     app = AppPage(page, app_server.url)
-    open_view(app, name, size)
-    assert app.exceptions() == []
-    problems = {size: problems_at(app, name, size)}
-    for narrower in RESIZED_AFTER[size]:
-        app.resize(*SIZES[narrower])
-        problems[narrower] = problems_at(app, name, narrower)
+    problems = problems_opened_and_resized(app, name, size)
     assert problems == {shown: [] for shown in (size, *RESIZED_AFTER[size])}
     assert app.exceptions() == []
     assert app.requests_off_loopback() == []
