@@ -1,6 +1,6 @@
-"""Every hostile input (tests/hostile_corpus.py) through every input of every page, headlessly.
+"""Every hostile input (harness/hostile.py) through every input of every page, headlessly.
 
-The CI tests run a bounded selection (tests/test_hostile_inputs.py); this script runs the whole cross
+The CI tests run a bounded selection (tests/app/test_hostile_inputs.py); this script runs the whole cross
 product once and prints, per input field, how many runs there were, how many failed and the slowest run:
 
     python benchmarks/hostile_sweep.py            # about 10 minutes on a 2-core machine
@@ -20,68 +20,18 @@ import time
 from harness import hostile as hostile_corpus
 from harness.apptest import open_page
 from harness.hostile import NUMBER_PARAMETERS, NUMBER_TEXTS, TEXTS, OutboundConnections, problems_after
+from harness.views import VIEWS
 
-# Every view whose content depends on the sidebar text: a page plus the link parameters that open a tab.
-# Written out, not derived from frame.LESSONS: it names each page's tabs and a few variants (the attention
-# page's two sources, the cheater), which the table of contents does not know; it covers every page listed there.
+# Every view a link can open (harness/views.py: each page and each of its tabs), with the sidebar's text changed
+# under it, and two variants no view names: the attention page on the embeddings alone, and the cheater.
 SIDEBAR_VIEWS = {
-    "home": ("lesson_pages/home.py", {}),
-    **{
-        f"tokenization/{tab}": ("lesson_pages/tokenization.py", {"tok_tab": tab})
-        for tab in ("Text → tokens", "Tokens → vectors", "Three tokenizers")
-    },
-    **{
-        f"positional/{tab}": ("lesson_pages/positional.py", {"pos_tab": tab})
-        for tab in (
-            "Formula and curves",
-            "The whole table",
-            "Similarity between positions",
-            "Bounded, unique, deterministic",
-        )
-    },
+    **{name: (f"lesson_pages/{view.path or 'home'}.py", view.query) for name, view in VIEWS.items()},
     "attention/embeddings": ("lesson_pages/attention.py", {"att_source": "embeddings"}),
-    "attention/model": ("lesson_pages/attention.py", {"att_source": "model"}),
-    **{
-        f"multihead/{tab}": ("lesson_pages/multihead.py", {"mh_tab": tab})
-        for tab in (
-            "All heads",
-            "Head view",
-            "Two sentences",
-            "Head statistics",
-            "Split and recombine",
-            "Switch a head off",
-        )
-    },
-    **{
-        f"causal/{tab}": ("lesson_pages/causal.py", {"cm_tab": tab})
-        for tab in ("A worked example", "One head on your text", "No mask, padding, causal")
-    },
     "causal/cheater": ("lesson_pages/causal.py", {"cm_tab": "A trained decoder", "cm_cheater": "true"}),
-    **{
-        f"decoder/{tab}": ("lesson_pages/decoder.py", {"dec_tab": tab})
-        for tab in ("Three attentions", "Writing the answer", "Three families")
-    },
-    "training": ("lesson_pages/training.py", {}),
-    **{
-        f"language_model/{tab}": ("lesson_pages/language_model.py", {"lm_tab": tab})
-        for tab in ("The next token", "Writing", "Attention", "Chat template")
-    },
-    **{
-        f"encoder/{tab}": ("lesson_pages/encoder.py", {"enc_tab": tab})
-        for tab in (
-            "Attention, all layers",
-            "Hidden states",
-            "A word in context",
-            "Pre-LN vs post-LN",
-            "Feed-forward",
-            "Classification head",
-            "Parameters",
-        )
-    },
 }
-QUICK_VIEWS = ("tokenization/Text → tokens", "attention/model", "encoder/Attention, all layers")
+QUICK_VIEWS = ("tokenization", "attention", "encoder")
 
-# The lessons' own text fields (tests/hostile_corpus.py), plus one entry of the toy matrix editor.
+# The lessons' own text fields (harness/hostile.py), plus one entry of the toy matrix editor.
 PAGE_FIELDS = {
     **hostile_corpus.PAGE_FIELDS,
     "att_toy_cell": ("lesson_pages/attention.py", {"att_source": "toy"}, None),  # one entry of the editable X

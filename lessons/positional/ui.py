@@ -437,11 +437,14 @@ def rotary_frequency_figure(head_width: int, theta: float, width: int, base: flo
 @st.cache_resource(max_entries=2, show_spinner="Running SmolLM2 on your text…")
 def rotary_layer_inputs(study_text: str, cap: int) -> tuple[tuple[Tensor, ...], tuple[str, ...]]:
     """What each of SmolLM2's layers reads of the text (its first `cap` tokens), with the tokens' readable
-    pieces: one forward pass per text, shared by every session and every layer."""
+    pieces: one forward pass per text, shared by every session and every layer. A text of fewer than two tokens
+    has no pair to turn, and is not run: no inputs."""
     chat = loaders.get_chat_model()
     tokens = readable.text_tokens(chat, study_text, cap)
+    if len(tokens.ids) < 2:
+        return (), tokens.pieces
     model = chat.loaded.model
-    ids = torch.tensor([tokens.ids], device=next(model.parameters()).device)
+    ids = torch.tensor([tokens.ids], dtype=torch.long, device=next(model.parameters()).device)
     return rotary.layer_inputs(model, ids), tokens.pieces
 
 
@@ -451,10 +454,13 @@ def rotary_token_cap() -> int:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def rotary_study(study_text: str, cap: int, layer: int) -> tuple[rotary.QueriesAndKeys, tuple[str, ...]]:
-    """One layer's unrotated queries and keys of the text, with the tokens' readable pieces: another layer of
-    the same text projects that layer's input alone, without running the model again."""
+def rotary_study(study_text: str, cap: int, layer: int) -> tuple[rotary.QueriesAndKeys | None, tuple[str, ...]]:
+    """One layer's unrotated queries and keys of the text (None for a text of fewer than two tokens), with the
+    tokens' readable pieces: another layer of the same text projects that layer's input alone, without running
+    the model again."""
     inputs, pieces = rotary_layer_inputs(study_text, cap)
+    if not inputs:
+        return None, pieces
     return rotary.queries_and_keys(loaders.get_chat_model().loaded.model, inputs[layer], layer), pieces
 
 
@@ -485,7 +491,7 @@ def show_rotary(encoding: Encoding) -> None:
     except ModelLoadError as problem:
         st.error(text.ROTARY_LOAD_FAILED.format(problem=problem), icon=":material/error:")
         return
-    if len(pieces) < 2:
+    if found is None:
         st.info(text.ROTARY_NO_TEXT, icon=":material/edit:")
         return
     positions = range(len(pieces))

@@ -1,7 +1,7 @@
 """Whatever a student types, anywhere: no exception, no rendered markup, no request off the machine, and a
 clear message where the input is refused.
 
-Every entry of tests/hostile_corpus.py goes through the sidebar on three lessons; a representative selection
+Every entry of harness/hostile.py goes through the sidebar on three lessons; a representative selection
 goes through each lesson's own text fields and the toy matrix editor, and the number strings through every
 numeric link parameter. benchmarks/hostile_sweep.py runs the full cross product (every entry, every field,
 every tab).
