@@ -142,7 +142,8 @@ class SequenceClassifier(nn.Module):
     """An encoder body with a task head: the [CLS] vector (first token) -> num_labels scores.
 
     BERT passes [CLS] through its pooler (dense + tanh, trained on next-sentence prediction) before the
-    classifier; models without a pooler (DistilBERT-style) read the [CLS] hidden state directly.
+    classifier; without a pooler this head reads the [CLS] hidden state directly (transformers' DistilBERT
+    classifier puts a dense layer and ReLU of its own there, trained with the task; this head has none).
     """
 
     def __init__(self, config: EncoderConfig, num_labels: int):

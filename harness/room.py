@@ -156,7 +156,7 @@ def word_problems(session: int, answer: str, shown: set[str]) -> list[str]:
 TRAINING_OUTCOMES = {
     "Finished all": "finished",
     "Stopped after": "stopped by the budget",
-    "Other trainings kept this server busy": "gave up waiting",
+    "Other training runs kept this server busy": "gave up waiting",
 }
 WAITING_NOTICE = "Another training is running"
 

@@ -25,9 +25,10 @@ for start in range(0, len(lessons), 3):  # rows of three, read left to right as 
             st.caption(lesson.summary)
 
 st.markdown(
-    "Decoders write text one token at a time, and no decoder can be downloaded here, so this project trained "
-    "three small ones itself: a letter sorter, the same sorter trained without its causal mask (a cheater), "
-    "and an encoder–decoder that reverses words. Their weights ship with the app; lessons 5, 7 and 8 use them."
+    "Decoders write text one token at a time. Besides a real one (SmolLM2, lesson 9), this project trained three "
+    "small ones itself, small enough to watch every step: a letter sorter, the same sorter trained without its "
+    "causal mask (a cheater), and an encoder–decoder that reverses words. Their weights ship with the app; "
+    "lessons 5, 7 and 8 use them, and lesson 8 trains them again before your eyes."
 )
 
 st.divider()

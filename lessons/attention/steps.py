@@ -21,8 +21,9 @@ from lessons.common.examples import SingleHeadSteps
 def embedding_self_attention(tokens, embeddings: Tensor) -> SingleHeadSteps:
     """Attention with no learned projections: Q = K = V = the embeddings (T, D) themselves.
 
-    This is the simplest attention there is: a token's score with another is just how much their
-    embeddings point the same way, so every token looks mostly at itself.
+    This is the simplest attention there is: a token's score with another is the dot product of their
+    embeddings. Different tokens' embeddings point in nearly unrelated directions, so a token usually looks
+    mostly at itself.
     """
     inputs = float64_on_the_cpu(embeddings)  # (T, D)
     output, weights = scaled_dot_product_attention(inputs, inputs, inputs)

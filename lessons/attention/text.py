@@ -28,12 +28,12 @@ STEP_FORMULAS = {
 STEP_EXPLANATIONS = {
     1: "Every token gets three vectors, one row each of Q, K and V: what it looks for, what it offers to be "
     "found by, and what it passes on when found. Rows are tokens; the $d_k$ columns are features.",
-    2: "Every query is compared with every key by a dot product: large when the two vectors point the same "
-    "way. Row *i* of this matrix says how well token *i*'s question matches each token's label. Hover a cell "
-    "to see the whole computation it goes through.",
-    3: "A dot product of two $d$-wide vectors with unit-variance entries has variance $d$. Dividing by "
-    "$\\sqrt{d_k}$ brings the scores back to unit scale, so that for wide heads the softmax does not collapse onto a "
-    "single key and its gradients do not vanish.",
+    2: "Every query is compared with every key by a dot product: the more the two vectors point the same way, "
+    "and the longer they are, the larger it is. Row *i* of this matrix says how well token *i*'s question "
+    "matches each token's label. Hover a cell to see the whole computation it goes through.",
+    3: "A dot product of two $d_k$-wide vectors whose entries are independent, with mean 0 and variance 1, has "
+    "variance $d_k$. Dividing by $\\sqrt{d_k}$ brings the scores back to unit variance, so that for wide heads "
+    "the softmax does not collapse onto a single key and its gradients do not vanish.",
     4: "The softmax turns each row into weights: positive, and summing to 1. Exponentials magnify "
     "differences, so a score a few units above the rest takes almost all the weight.",
     5: "Each token's output is the weighted average of the value vectors, with the weights of its row. "
@@ -51,12 +51,15 @@ TOY_PROJECTION = r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V"
 APPLE_INTRO = (
     "Four words described by two features, **fruitiness** and **technology**. There are no learned "
     "projections here: each word's embedding is its query, its key and its value at once, so a word "
-    "attends to the words whose features point the same way as its own."
+    "attends most to the words whose features give the largest dot product with its own: pointing the same way "
+    "counts, and so does being long. Apple points almost the same way as “I”, yet gives “I” almost none of its "
+    "weight: its own key and iPhones' are longer."
 )
 EMBEDDINGS_INTRO = (
-    "The simplest attention there is: the model's input embeddings (token + position, "
-    "normalised) are used directly as queries, keys and values, with no projections. A vector "
-    "always agrees best with itself, so watch the diagonal."
+    "The simplest attention there is: the model's input embeddings (token + position + segment, then "
+    "LayerNorm) are used directly as queries, keys and values, with no projections. In hundreds of dimensions the "
+    "embeddings of different tokens point in nearly unrelated directions, so a token usually scores highest "
+    "with itself: watch the diagonal."
 )
 HEAD_PROJECTION = (  # one line each: side by side they run past a phone's width
     r"\begin{aligned} Q &= X W_Q^{(h)} + b_Q^{(h)} \\ K &= X W_K^{(h)} + b_K^{(h)} \\ "

@@ -173,8 +173,9 @@ CLASSIFIER_INTRO = (
     "A pretrained encoder is a *body*: it turns text into vectors. A task adds a *head*. To classify a whole "
     "text, BERT-style models read one vector: the last block's output at position 0, the [CLS] token, "
     "which attention lets gather from every other token. BERT first passes it through a *pooler*, a dense "
-    "layer with tanh trained on next-sentence prediction; models without one (DistilBERT) read it as it "
-    "is. A linear layer then maps it to one score (logit) per label, and softmax turns the scores into "
+    "layer with tanh trained on next-sentence prediction. DistilBERT has no pooler (its classifier adds a dense "
+    "layer and ReLU of its own, trained with the task); on a checkpoint without one, the head here reads "
+    "[CLS] as it is. A linear layer then maps it to one score (logit) per label, and softmax turns the scores into "
     "probabilities."
 )
 CLASSIFIER_FORMULA = (  # three lines: on one they run past a phone's width
@@ -206,8 +207,9 @@ def head_shapes(has_pooler: bool, width: int, num_labels: int, probability_sum: 
 # ----- filling [MASK] --------------------------------------------------------------------------------------
 
 FILL_MASK_INTRO = (
-    "BERT learned its weights by filling gaps: in pre-training, 15 % of the words of each text were hidden "
-    "behind a `[MASK]` token, and the model was scored on guessing them (Devlin et al., 2019, §3.1). Because "
+    "BERT learned its weights by filling gaps: in pre-training, 15 % of the tokens of each text were chosen, "
+    "most of them (80 %) hidden behind a `[MASK]` token (the rest swapped for a random token or left as they "
+    "were), and the model was scored on guessing them (Devlin et al., 2019, §3.1). Because "
     "the encoder reads the whole text at once, the guess uses the words on both sides of the gap. A small "
     "head does the guessing: one more dense layer on the masked position's final vector h, the activation, "
     "a LayerNorm, then a score for every word w of the vocabulary, by the token embedding table E itself "

@@ -24,9 +24,13 @@ trained to predict the next token of trillions of tokens of text, then tuned to 
 """
 
 WHAT_CHANGED = """
-**What changed since 2017.** The block still reads `x = x + attention(norm(x))`, then
-`x = x + feed_forward(norm(x))`, but each part got simpler or cheaper:
+**What changed since 2017.** A block is still attention, then a feed-forward network, each with a residual
+connection, but where the norm sits moved and each part got simpler or cheaper:
 
+- **Pre-norm** instead of post-norm: the paper normalised each residual sum, `x = norm(x + attention(x))`
+  (lesson 6 compares the two). SmolLM2, like GPT-2 and most models since, normalises what enters each sublayer
+  and leaves the residual path alone: `x = x + attention(norm(x))`, then `x = x + feed_forward(norm(x))`, and
+  one last norm after the 30th block.
 - **RMSNorm** instead of LayerNorm: each vector is divided by its root mean square and scaled; no mean is
   subtracted and there is no bias. Fewer operations, and it trains as well.
 - **Rotary positions** instead of a table of sine waves added to the embeddings: inside attention, each pair

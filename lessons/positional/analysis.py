@@ -36,7 +36,9 @@ def learned_position_table(model) -> Tensor | None:
 
 
 def width_is_usable(width: int) -> bool:
-    return MIN_WIDTH <= width <= MAX_WIDTH
+    """Whole sine/cosine pairs only, as in the paper: at an odd width the last sine has no cosine, so rows
+    differ in length and their similarity no longer depends on the distance alone."""
+    return MIN_WIDTH <= width <= MAX_WIDTH and width % 2 == 0
 
 
 def base_is_usable(base: float) -> bool:
@@ -48,7 +50,10 @@ def base_is_usable(base: float) -> bool:
 def encoding_settings_problem(width: int, base: float) -> str | None:
     """Why (width, base) cannot make a sinusoidal encoding worth studying, or None when they can."""
     if not width_is_usable(width):
-        return f"The width d must be a whole number from {MIN_WIDTH} to {MAX_WIDTH} (got {width})."
+        return (
+            f"The width d must be an even whole number from {MIN_WIDTH} to {MAX_WIDTH}, one sine and one cosine "
+            f"for each frequency (got {width})."
+        )
     if not base_is_usable(base):
         return f"The base must be a finite number greater than 1 (got {base:g})."
     return None
@@ -62,7 +67,8 @@ def default_curve_dimensions(width: int) -> list[int]:
 
 def slowest_period(width: int, base: float) -> float:
     """Positions per full turn of the last sine/cosine pair, 2π / ω_k with k the last even index below d:
-    just under 2π·base, the span over which the slowest "clock hand" goes round once."""
+    2π·base^((d−2)/d) for an even d, under 2π·base and closer to it the wider the table (three quarters of it at
+    d = 64 and base 10000), the span over which the slowest "clock hand" goes round once."""
     last_pair_start = 2 * ((width - 1) // 2)
     return 2 * math.pi * base ** (last_pair_start / width)
 

@@ -13,7 +13,10 @@ MEASURES = {"cosine": "cosine", "dot": "dot product"}  # similarity measure -> i
 
 # ----- the settings above the tabs --------------------------------------------------------------------------
 
-BASE_HELP = "Sets the slowest wave: the last pair turns about once every 2π·base positions. The paper uses 10000."
+BASE_HELP = (
+    "Sets the slowest wave: the last pair turns once every 2π·base^((d−2)/d) positions, a little under 2π·base "
+    "for a wide table. The paper uses 10000."
+)
 SHOWN_HELP = "How many positions (rows of each table) the charts use."
 BASE_REQUIREMENT = "base must be a number greater than 1"
 MEASURE_REQUIREMENT = "measure must be cosine or dot"
@@ -27,11 +30,14 @@ def text_positions(count: int) -> str:
 
 
 def width_help(low: int, high: int, model_width: int) -> str:
-    return f"How many numbers encode one position ({low} to {high}); this model's width is {model_width}."
+    return (
+        f"How many numbers encode one position: an even number from {low} to {high}, a sine and a cosine for "
+        f"each frequency; this model's width is {model_width}."
+    )
 
 
 def width_requirement(low: int, high: int) -> str:
-    return f"width d must be a whole number from {low} to {high}"
+    return f"width d must be an even whole number from {low} to {high}"
 
 
 def position_requirement(shown: int) -> str:
@@ -107,14 +113,14 @@ WIDEST_BAND_HELP = "The largest gap between two pairs of positions the same dist
 # ----- bounded, unique, deterministic -------------------------------------------------------------------------
 
 PROPERTIES_INTRO = """
-The paper's encoding promises three things. Here they are measured on the tables above, not taken on trust:
+The paper's encoding has three properties. Here they are measured on the tables above, not taken on trust:
 
 * **bounded**: sines and cosines never leave $[-1, 1]$, so a position vector cannot drown the token
   embedding it is added to, however long the text;
 * **unique**: no two positions share a vector, so the smallest distance between two rows is above 0;
 * **deterministic**: nothing is random or learned, so building the table twice gives the same bits.
 
-A learned table promises none of this: its values are whatever training left, its rows differ only
+A learned table is promised none of this: its values are whatever training left, its rows differ only
 because training made them differ, and it is fixed only in the sense that the weights are stored.
 """
 TABLE_NAMES = {"sinusoidal": "The sinusoidal table", "learned": "The learned table"}  # heads of their columns
@@ -125,9 +131,9 @@ ROTARY_INTRO = """
 Most language models since 2021 (Llama, SmolLM2, the model of lesson 9) add **no** position vector at all.
 **Rotary position embeddings** (RoPE; Su et al. 2021, "RoFormer") put the position inside attention instead: in
 every layer, each head's query and key are cut into pairs of coordinates, and pair $k$ is **turned** by an angle
-of position $\\times\\ \\omega_k$, with $\\omega_k = \\theta^{-2k/d_\\text{head}}$. Nothing is added, so a token's
-vector keeps its length; only its direction changes with where it sits. The numbers below are SmolLM2-135M's own:
-its queries and keys of the text in the sidebar, turned by the code its forward pass runs.
+of position $\\times\\ \\omega_k$, with $\\omega_k = \\theta^{-2k/d_\\text{head}}$. Nothing is added, so each query
+and key keeps its length; only its direction changes with where its token sits. The numbers below are
+SmolLM2-135M's own: its queries and keys of the text in the sidebar, turned by the code its forward pass runs.
 """
 ROTARY_FORMULAS = (  # three short lines rather than one: a phone's width holds each
     r"\begin{pmatrix} q'_k \\ q'_{k+d/2} \end{pmatrix} = R(m\,\omega_k) \begin{pmatrix} q_k \\ q_{k+d/2} \end{pmatrix}",

@@ -57,7 +57,7 @@ def where_it_runs(device_label: str) -> str:
 
 def did_not_start(wait_limit_s: float) -> str:
     return (
-        f"Other trainings kept this server busy for {wait_limit_s:.0f} s, so yours did not start. "
+        f"Other training runs kept this server busy for {wait_limit_s:.0f} s, so yours did not start. "
         "Please press Train again in a minute."
     )
 

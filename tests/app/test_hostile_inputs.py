@@ -184,7 +184,7 @@ def test_the_positional_lesson_says_which_link_value_it_could_not_use():
     app = open_page("lesson_pages/positional.py", query={"pos_d": "abc", "pos_base": "NaN"})
     assert_clean(app)
     warnings = " ".join(item.value for item in app.warning)
-    assert "width d must be a whole number" in warnings and "base must be a number greater than 1" in warnings
+    assert "width d must be an even whole number" in warnings and "base must be a number greater than 1" in warnings
 
 
 def _page_with_html(body: str) -> None:

@@ -113,6 +113,7 @@ def test_usable_settings_have_no_problem(width, base):
     [
         (1, 10_000.0, "width d"),
         (MAX_WIDTH + 1, 10_000.0, "width d"),
+        (7, 10_000.0, "an even whole number"),  # the last sine would have no cosine
         (64, 1.0, "greater than 1"),
         (64, 0.5, "greater than 1"),
         (64, -3.0, "greater than 1"),

@@ -261,10 +261,11 @@ def test_bad_numbers_typed_in_are_explained_and_kept_until_fixed():
         assert plotly_figures(app) == []
         assert app.query_params[links.BASE] == "10000"  # a link never carries a bad value
     app.number_input(key=links.BASE).set_value(10_000.0)
-    for width in (0, 2000):
+    for width in (0, 2000, 63):
         app.number_input(key=links.WIDTH).set_value(width).run()
         assert_clean(app)
-        assert f"from 2 to 1024 (got {width})" in app.error[0].value
+        assert "an even whole number from 2 to 1024" in app.error[0].value and f"(got {width})" in app.error[0].value
+        assert app.number_input(key=links.WIDTH).value == width  # what was typed stays
     app.number_input(key=links.WIDTH).set_value(2).run()
     assert_clean(app)
     assert not app.error
