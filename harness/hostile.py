@@ -149,6 +149,11 @@ NUMBER_PARAMETERS = {
         {"pos_tab": "Similarity between positions"},
         ("pos_d", "pos_n", "pos_p", "pos_measure"),
     ),
+    "positional/rotary": (
+        "lesson_pages/positional.py",
+        {"pos_tab": "Rotary positions"},
+        ("pos_rope_layer", "pos_rope_head", "pos_rope_q", "pos_rope_k"),
+    ),
     "attention": (
         "lesson_pages/attention.py",
         {},
@@ -178,6 +183,9 @@ NUMBER_PARAMETERS = {
         {},
         ("enc_layer", "enc_head", "enc_labels", "enc_neurons", "enc_window", "enc_tab"),
     ),
+    "encoder/hidden states": ("lesson_pages/encoder.py", {"enc_tab": "Hidden states"}, ("enc_compare",)),
+    # enc_fill_k is read only with a masked-LM checkpoint, which the embedded MiniLM is not: the fill-mask tests
+    # try it on one of their own (tests/lessons/encoder/test_fill_mask.py).
     "tokenization": ("lesson_pages/tokenization.py", {}, ("tok_special", "tok_line", "tok_tab")),
     "tokenization/lookup": (
         "lesson_pages/tokenization.py",
@@ -197,6 +205,12 @@ NUMBER_PARAMETERS = {
         ("lm_layer", "lm_head", "lm_window_start"),
     ),
     "language_model/chat": ("lesson_pages/language_model.py", {"lm_tab": "Chat template"}, ("lm_reply",)),
+    "language_model/sinks": (
+        "lesson_pages/language_model.py",
+        {"lm_tab": "Attention sinks"},
+        ("lm_sink_off", "lm_sink_layer"),
+    ),
+    "language_model/logit lens": ("lesson_pages/language_model.py", {"lm_tab": "Logit lens"}, ("lm_lens_end",)),
 }
 
 

@@ -11,6 +11,7 @@ from anatomy.models import Encoder
 from harness.apptest import all_markdown, assert_clean, literal_texts, open_page, plotly_figures, table_with
 from lessons.common.runs import run_encoder
 from lessons.encoder import fill_mask, links, text
+from lessons.encoder.ui import DEFAULT_FILL_TOP_K
 from tests.tiny_models import save_tiny_bert_for_masked_lm, save_tiny_roberta_for_masked_lm
 
 PAGE = "lesson_pages/encoder.py"
@@ -104,6 +105,14 @@ def test_a_masked_lm_checkpoint_shows_each_masks_top_words_as_a_table_and_bars(t
         text.mask_chart_title(2, 10),
     ]
     assert fill_mask.filled_in(run, filled, tiny.tokenizer) in literal_texts(app)
+
+
+@pytest.mark.parametrize("raw", ["abc", "0", "99999", "nan", "<script>alert(1)</script>"])
+def test_a_link_with_an_unusable_number_of_words_shows_the_default_number_with_a_note(tiny_folder, raw):
+    app = fill_tab(str(tiny_folder), MASKED, {links.FILL_TOP_K: raw})
+    assert_clean(app)
+    assert [warning.value for warning in app.warning if "default" in warning.value]
+    assert table_with(app, "probability")["rank"].tolist() == list(range(1, DEFAULT_FILL_TOP_K + 1)) * 2
 
 
 def test_the_embedded_minilm_says_which_checkpoints_would_fill_the_mask_and_how_to_load_one():
