@@ -19,7 +19,16 @@ from harness.server import ARTIFACTS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ARTIFACTS / "screenshots"
-VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
+# The screens the app is checked on, in CSS pixels: a laptop; the same laptop zoomed to 150 %; a tablet held
+# upright; a phone (an iPhone 15's or a Pixel 8's 390 × 844); a lecture hall's projector (XGA, 1024 × 768).
+SCREENS: dict[str, ViewportSize] = {
+    "desktop": {"width": 1280, "height": 800},
+    "zoom150": {"width": 853, "height": 533},
+    "tablet": {"width": 768, "height": 1024},
+    "phone": {"width": 390, "height": 844},
+    "projector": {"width": 1024, "height": 768},
+}
+VIEWPORT = SCREENS["desktop"]
 PAINT_TIMEOUT_MS = 120_000  # a cold model load plus a 512-token run on two shared cores, with room to spare
 SETTLE_SECONDS = 0.3  # charts must keep their count this long to count as all there
 
@@ -147,17 +156,16 @@ class AppPage:
                 return self
         raise TimeoutError(f"{self.page.url} kept changing its charts for {PAINT_TIMEOUT_MS / 1000:.0f} s")
 
-    def resize(self, width: int, height: int) -> AppPage:
-        """Make the window `width` × `height` CSS pixels, as a learner who zooms in (150 % turns a 1280 px
-        window into 853 px) or narrows it, and wait until the page has been laid out for it: its `geometry()`
-        unchanged for RESIZE_QUIET_S (each chart is drawn again at its new width a moment after the window
-        changed)."""
-        self.page.set_viewport_size({"width": width, "height": height})
+    def resize(self, screen: ViewportSize) -> AppPage:
+        """Make the window `screen`'s size, as a learner who zooms in (150 % turns a 1280 px window into 853 px)
+        or narrows it, and wait until the page has been laid out for it: its `geometry()` unchanged for
+        RESIZE_QUIET_S (each chart is drawn again at its new width a moment after the window changed)."""
+        self.page.set_viewport_size(screen)
         deadline = time.monotonic() + PAINT_TIMEOUT_MS / 1000
         last, still_since = self.geometry(), time.monotonic()
         while time.monotonic() - still_since < RESIZE_QUIET_S:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{self.page.url} kept moving after a resize to {width} × {height}")
+                raise TimeoutError(f"{self.page.url} kept moving after a resize to {screen}")
             self.page.wait_for_timeout(100)
             now = self.geometry()
             if now != last:

@@ -1,12 +1,14 @@
 """Screenshots of every view of the app, at the sizes people use it, to look at before shipping.
 
 Starts the app on a free loopback port, opens every view a link can open (harness/views.py) in headless Chromium
-at desktop (1280×800), desktop at 150 % zoom (853×533), tablet (768×1024) and phone (390×844) sizes, waits
-until each has painted, and saves whole-page screenshots under test-artifacts/screenshots/<size>/, with every
-layout problem it finds (harness/layout_problems.js) printed under the view. Options choose the views, the sizes, a zoom
-factor (1.5 shows a projector at 150 %), and extra link parameters (say `--query text="the bank raised rates"`).
+on each of harness.browser's SCREENS (desktop 1280×800, the desktop at 150 % zoom 853×533, tablet 768×1024,
+phone 390×844, projector 1024×768), waits until each has painted, and saves whole-page screenshots under
+test-artifacts/screenshots/<size>/, with every layout problem it finds (harness/layout_problems.js) printed under
+the view. Options choose the views, the sizes, a device scale factor (1.5 draws every pixel 1.5 times, as a
+high-density screen does), and extra link parameters (say `--query text="the bank raised rates"` or
+`--query present=True`).
 
-    python scripts/screenshots.py                           # every view, every size
+    python scripts/screenshots.py                           # every view, every screen
     python scripts/screenshots.py --views attention multihead --sizes phone --zoom 1.5
 """
 
@@ -17,12 +19,10 @@ import time
 
 from playwright.sync_api import sync_playwright
 
-from harness.browser import ARTIFACTS, AppPage
+from harness.browser import ARTIFACTS, SCREENS, AppPage
 from harness.server import StreamlitServer, chromium_launch_options
 from harness.views import VIEWS
 
-# A desktop at 150 % zoom lays out like a window two thirds as wide.
-SIZES = {"desktop": (1280, 800), "zoom150": (853, 533), "tablet": (768, 1024), "phone": (390, 844)}
 MAX_HEIGHT = 12_000  # pixels: taller pages are cut
 CONTENT_HEIGHT = """() => {
   const main = document.querySelector('[data-testid="stMain"]') || document.scrollingElement;
@@ -33,7 +33,7 @@ CONTENT_HEIGHT = """() => {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--views", nargs="*", help="view names or prefixes (default: all)", default=[])
-    parser.add_argument("--sizes", nargs="*", choices=list(SIZES), default=list(SIZES))
+    parser.add_argument("--sizes", nargs="*", choices=list(SCREENS), default=list(SCREENS))
     parser.add_argument("--zoom", type=float, default=1.0, help="device scale factor (1.5 = 150 %%)")
     parser.add_argument("--query", nargs="*", default=[], help="extra link parameters, name=value")
     parser.add_argument("--color-scheme", choices=("light", "dark"), default="light")
@@ -47,7 +47,7 @@ def main() -> None:
     with StreamlitServer(log_path=ARTIFACTS / "streamlit-screenshots.log") as server, sync_playwright() as playwright:
         browser = playwright.chromium.launch(**chromium_launch_options())
         for size in arguments.sizes:
-            width, height = SIZES[size]
+            width, height = SCREENS[size]["width"], SCREENS[size]["height"]
             folder = ARTIFACTS / "screenshots" / (size if arguments.zoom == 1 else f"{size}-zoom{arguments.zoom:g}")
             folder.mkdir(parents=True, exist_ok=True)
             context = browser.new_context(

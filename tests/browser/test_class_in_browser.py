@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from harness.browser import ARTIFACTS, AppPage
+from harness.browser import ARTIFACTS, SCREENS, AppPage
 from harness.server import StreamlitServer
 from lessons.common.class_store import ClassStore
 from lessons.common.classroom import DATABASE_URL_VARIABLE
@@ -25,7 +25,7 @@ def test_the_spread_reaches_the_lecturer_and_the_reveal_reaches_the_student_with
         expect(lecturer.page.get_by_text("No answers yet")).to_be_visible()
 
         student = AppPage(new_context().new_page(), server.url)
-        student.page.set_viewport_size({"width": 390, "height": 844})  # a phone
+        student.page.set_viewport_size(SCREENS["phone"])
         student.open("tokenization", text="a cat", exercise="count", **{"class": started.code})
         expect(student.page.get_by_text("Class: Lecture 3: tokens")).to_be_visible()
         student.screenshot("class-student-banner-phone")

@@ -24,18 +24,12 @@ import importlib.util
 
 import pytest
 
-from harness.browser import AppPage
+from harness.browser import SCREENS, AppPage
 from harness.views import VIEWS
 from lessons.common.ui.frame import LESSONS
 
-SIZES = {
-    "desktop": (1280, 800),
-    "zoom150": (853, 533),
-    "tablet": (768, 1024),
-    "phone": (390, 844),
-    "present": (1280, 800),  # presentation style: every text 1.35 times larger
-    "projector": (1024, 768),  # presentation style on a projector (XGA)
-}
+# Presentation style (every text 1.35 times larger) opens on a desktop and is narrowed to a projector.
+SIZES = {**SCREENS, "present": SCREENS["desktop"]}
 # The sizes a view is opened at, each with the sizes its page is then resized to: the desktop's page zoomed in
 # and narrowed, presentation style's page narrowed to a projector.
 RESIZED_AFTER = {"desktop": ["zoom150", "tablet"], "phone": [], "present": ["projector"]}
@@ -45,8 +39,7 @@ STYLES = {"present": {"present": "True"}}
 
 def open_view(app: AppPage, name: str, size: str) -> None:
     view = VIEWS[name]
-    width, height = SIZES[size]
-    app.page.set_viewport_size({"width": width, "height": height})
+    app.page.set_viewport_size(SIZES[size])
     app.open(view.path, min_plots=view.charts, **view.query, **STYLES.get(size, {}))
 
 
@@ -65,7 +58,7 @@ def problems_opened_and_resized(app: AppPage, name: str, size: str) -> dict[str,
     assert app.exceptions() == []
     problems = {size: problems_at(app, name, size)}
     for narrower in RESIZED_AFTER[size]:
-        app.resize(*SIZES[narrower])
+        app.resize(SIZES[narrower])
         problems[narrower] = problems_at(app, name, narrower)
     return problems
 
@@ -91,9 +84,6 @@ def test_no_label_is_drawn_over_another_or_cut_off_on_a_phone_or_in_presentation
     assert problems == {shown: [] for shown in (size, *RESIZED_AFTER[size])}
     assert app.exceptions() == []
     assert app.requests_off_loopback() == []
-
-
-PHONE = SIZES["phone"]
 
 
 def exercises_of(lesson: str) -> list[str]:
@@ -134,7 +124,7 @@ def answer_the_exercise(app: AppPage) -> bool:
 def test_an_exercise_answered_on_a_phone_draws_no_label_over_another(page, app_server, lesson, exercise):
     """Found so (2026-11-29): the strongest key's one-row matrix two pixels high under its title, a bar chart's
     long axis title reaching into its subtitle, a subtitle on the axis title above a matrix."""
-    page.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})
+    page.set_viewport_size(SCREENS["phone"])
     app = AppPage(page, app_server.url)
     app.open(lesson, exercise=exercise)
     if not answer_the_exercise(app):
@@ -147,7 +137,7 @@ def test_an_exercise_answered_on_a_phone_draws_no_label_over_another(page, app_s
 @pytest.mark.parametrize("step", EXAMPLE_STEPS)
 def test_each_step_of_the_worked_example_on_a_phone_draws_no_label_over_another(page, app_server, step):
     """Found so (2026-11-29): beside the example's three rows, the colour bar's −40 to 40 stood on each other."""
-    page.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})
+    page.set_viewport_size(SCREENS["phone"])
     app = AppPage(page, app_server.url)
     app.open("attention", min_plots=2, att_source="toy", **EXAMPLE_STEPS[step])
     assert app.exceptions() == []
@@ -166,8 +156,7 @@ STRIP_TEXT = "The quick brown fox jumps over the lazy dog: WWWWW mmmmm 012345678
 @pytest.mark.parametrize("size", ["phone", "zoom150"])
 def test_the_letters_of_the_token_strip_never_stand_on_each_other(page, app_server, size):
     """Found so (2026-11-30): at 64 characters a line, a phone's cells were 5 px wide for 9 px letters."""
-    width, height = SIZES[size]
-    page.set_viewport_size({"width": width, "height": height})
+    page.set_viewport_size(SCREENS[size])
     app = AppPage(page, app_server.url)
     app.open("tokenization", min_plots=1, text=STRIP_TEXT)
     assert page.evaluate(STRIP_LETTERS) == len(STRIP_TEXT)  # every character drawn, a space as a middle dot
@@ -210,7 +199,7 @@ def test_a_desktop_page_narrowed_to_a_tablet_lays_out_as_a_page_opened_on_a_tabl
     in on an open page."""
     narrowed = AppPage(page, app_server.url)
     open_view(narrowed, name, "desktop")
-    narrowed.resize(*SIZES["zoom150"]).resize(*SIZES["tablet"])
+    narrowed.resize(SCREENS["zoom150"]).resize(SCREENS["tablet"])
     opened = AppPage(new_context().new_page(), app_server.url)
     open_view(opened, name, "tablet")
     assert moved(opened.geometry(), narrowed.geometry()) == []

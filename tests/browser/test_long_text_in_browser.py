@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from harness.browser import AppPage
+from harness.browser import SCREENS, AppPage
 from harness.views import VIEWS
 
 LONG = 512
@@ -68,12 +68,11 @@ def test_multihead_shrinks_every_head_at_512_tokens_and_keeps_one_head_exact_one
     app.screenshot(f"multihead-{LONG}-tokens-full-head")
 
 
-@pytest.mark.parametrize("size", {"desktop": (1280, 800), "phone": (390, 844)}.items(), ids=["desktop", "phone"])
+@pytest.mark.parametrize("size", ["desktop", "phone"])
 def test_lesson_9_draws_a_long_texts_whole_map_above_its_window_with_no_label_over_another(
     app: AppPage, long_text, size
 ):
-    name, (width, height) = size
-    app.page.set_viewport_size({"width": width, "height": height})
+    app.page.set_viewport_size(SCREENS[size])
     app.open("language_model", min_plots=2, text=long_text, lm_tab="Attention", lm_window_start="100")
     whole, window = app.figures()
     assert whole["title"].endswith("the whole text") and whole["traces"][0]["z"]["rows"] == 64
@@ -81,4 +80,4 @@ def test_lesson_9_draws_a_long_texts_whole_map_above_its_window_with_no_label_ov
     assert app.exceptions() == []
     assert app.layout_problems() == []
     app.page.locator(".st-key-lm_attention_whole").scroll_into_view_if_needed()
-    app.screenshot(f"language_model-{LONG}-tokens-whole-map-{name}")
+    app.screenshot(f"language_model-{LONG}-tokens-whole-map-{size}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.browser import AppPage
+from harness.browser import SCREENS, AppPage
 from lessons.common.ui import presentation
 
 TITLE_PX = """() => {
@@ -72,14 +72,13 @@ PHONE_USER_AGENT = (
     "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
     "Chrome/131.0.0.0 Mobile Safari/537.36"
 )
-PHONE_SCREEN = {"width": 390, "height": 844}
 SIZES_DRAWN = """() => ({
   root: parseFloat(getComputedStyle(document.documentElement).fontSize),
   figures: [...document.querySelectorAll('.js-plotly-plot')].map(plot => plot._fullLayout.font.size),
 })"""
 
 
-@pytest.mark.browser_context_args(viewport=PHONE_SCREEN, user_agent=PHONE_USER_AGENT)  # for `new_context`
+@pytest.mark.browser_context_args(viewport=SCREENS["phone"], user_agent=PHONE_USER_AGENT)  # for `new_context`
 @pytest.mark.parametrize("lesson", ["multihead", "attention", "causal"])
 def test_on_a_phone_a_presentation_link_keeps_the_usual_sizes_and_the_sidebar_out_of_the_way(
     new_context, app_server, lesson

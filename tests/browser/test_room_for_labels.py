@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.browser import AppPage
+from harness.browser import SCREENS, AppPage
 from lessons.common.plots import LABEL_FONT_PX, label_width_px
 
 LABELS = [
@@ -68,7 +68,11 @@ VIEWS = {
     "one head": ("causal", {"cm_tab": "One head on your text"}, 2),
     "three masks": ("causal", {"cm_tab": "No mask, padding, causal"}, 1),
 }
-SIZES = {"desktop": ((1280, 800), {}), "phone": ((390, 844), {}), "present": ((1280, 800), {"present": "True"})}
+SIZES = {
+    "desktop": (SCREENS["desktop"], {}),
+    "phone": (SCREENS["phone"], {}),
+    "present": (SCREENS["desktop"], {"present": "True"}),
+}
 
 
 def test_the_width_bound_holds_for_every_kind_of_label_as_chromium_draws_it(app: AppPage):
@@ -92,9 +96,9 @@ def test_the_width_bound_holds_for_every_kind_of_label_as_chromium_draws_it(app:
 def test_turned_labels_fit_the_margins_given_so_plotly_draws_the_chart_once(
     page, app_server, texts_of_length, view, size
 ):
-    (width, height), style = SIZES[size]
+    screen, style = SIZES[size]
     path, query, charts = VIEWS[view]
-    page.set_viewport_size({"width": width, "height": height})
+    page.set_viewport_size(screen)
     app = AppPage(page, app_server.url)
     app.open(path, min_plots=charts, text=texts_of_length(512), **query, **style)
     assert app.exceptions() == []

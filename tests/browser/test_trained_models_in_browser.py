@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.browser import AppPage
+from harness.browser import SCREENS, AppPage
 from harness.views import labels_of
 
 
@@ -108,7 +108,7 @@ def test_a_live_training_run_draws_its_loss_curve_and_reports_the_held_out_score
 
 
 def test_a_trained_sorters_attention_keeps_its_labels_apart_on_a_phone(app: AppPage):
-    app.page.set_viewport_size({"width": 390, "height": 844})  # a phone
+    app.page.set_viewport_size(SCREENS["phone"])
     app.open("training", tr_model="sorter", tr_steps=30)
     app.page.get_by_role("button", name="Train").click()
     app.page.get_by_text("Finished all 30 steps").wait_for()
