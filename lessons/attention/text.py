@@ -53,7 +53,7 @@ APPLE_INTRO = (
     "projections here: each word's embedding is its query, its key and its value at once, so a word "
     "attends most to the words whose features give the largest dot product with its own: pointing the same way "
     "counts, and so does being long. Apple points almost the same way as “I”, yet gives “I” almost none of its "
-    "weight: its own key and iPhones' are longer."
+    "weight: its own key and iPhones' are much longer than “I”'s."
 )
 EMBEDDINGS_INTRO = (
     "The simplest attention there is: the model's input embeddings (token + position + segment, then "
