@@ -281,6 +281,19 @@ def _colours():
 # ----- rotary positions -------------------------------------------------------------------------------------
 
 ROTARY_COLOUR = "#2ca02c"
+# The bottom margin of a chart with its legend at its foot: the x axis's ticks and title, then two rows of
+# legend (a phone's width folds the two entries onto two rows).
+LEGEND_AT_THE_FOOT_PX = 105
+
+
+def _legend_at_the_foot(figure: go.Figure) -> go.Figure:
+    """`figure` with its legend in one row (two on a phone) at the figure's foot, under the x axis's title.
+    Pinned to the figure (`yref="container"`), not placed under the plot in the plot's own coordinates: there it
+    pushed the plot's foot up, which moved the legend again, and a page zoomed in after opening drew it 10 px
+    lower than a page opened zoomed in."""
+    return figure.update_layout(
+        legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0), margin_b=LEGEND_AT_THE_FOOT_PX
+    )
 
 
 def rotation_frequencies(
@@ -309,8 +322,7 @@ def rotation_frequencies(
         )
     figure.update_xaxes(title="pair k, as 2k/d (0: first pair, 1: last)", range=[-0.02, 1.0])
     figure.update_yaxes(title="radians turned per position", type="log", dtick=1, exponentformat="power")
-    figure.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.3, x=0))  # a phone keeps the plot wide
-    return style(figure, title, height=420)
+    return _legend_at_the_foot(style(figure, title, height=420))  # under the plot: a phone keeps the plot wide
 
 
 def turning_pairs(arrows_by_pair: Mapping[int, object], title: str = "") -> go.Figure:
@@ -388,5 +400,4 @@ def scores_under_shifts(
     figure.add_hline(y=own_score, line=dict(color="#6b7280", width=1, dash="dash"))
     figure.update_xaxes(title="shift s (positions)")
     figure.update_yaxes(title="score q·k / √d_head")
-    figure.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.25, x=0))
-    return _titled(figure, title, [subtitle], height=400)
+    return _legend_at_the_foot(_titled(figure, title, [subtitle], height=400))
