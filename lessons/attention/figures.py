@@ -31,7 +31,7 @@ NUMBER_FORMAT = f".{SIGNIFICANT_DIGITS}g"
 HIGHLIGHT_COLOUR = "#f59e0b"
 MIN_SCORE_ROWS = 3
 
-_STAGE_TITLES = {"raw": "QKᵀ", "scaled": "QKᵀ / √d", "weights": "softmax weight"}
+_STAGE_TITLES = {"raw": "QKᵀ", "scaled": "QKᵀ / √d<sub>k</sub>", "weights": "softmax weight"}
 
 
 def round_significant(values, digits: int = SIGNIFICANT_DIGITS) -> np.ndarray:
@@ -149,7 +149,7 @@ def score_matrix(
     highlight: tuple[int, int] | None = None,
 ) -> go.Figure:
     """One stage of the (query × key) score matrix, its values written as `step_matrix` writes them. Hovering a
-    cell shows its whole story: q·k = raw, ÷√d = scaled, and the softmax weight it became. `highlight` outlines
+    cell shows its whole story: q·k = raw, ÷√dₖ = scaled, and the softmax weight it became. `highlight` outlines
     one cell.
 
     The colour bar lies under the matrix, as under the lesson's other matrices: beside a matrix of a few rows
@@ -175,7 +175,7 @@ def score_matrix(
             hovertemplate=(
                 "query %{y} · key %{x}<br>"
                 "q·k = %{customdata[0]:.4g}<br>"
-                "÷ √d = %{customdata[1]:.4g}<br>"
+                "÷ √d<sub>k</sub> = %{customdata[1]:.4g}<br>"
                 "softmax weight = %{customdata[2]:.4g}<extra></extra>"
             ),
             coloraxis="coloraxis",

@@ -1,6 +1,6 @@
 """One attention head's steps, whatever the queries, keys and values came from.
 
-The attention lesson walks through Q, K, V → QKᵀ → ÷√d → softmax → ·V on three kinds of input: the small
+The attention lesson walks through Q, K, V → QKᵀ → ÷√dₖ → softmax → ·V on three kinds of input: the small
 worked examples (see `lessons.common.examples.single_head_steps`), a text's embeddings used directly as
 Q, K and V, and one head of a traced model. All three end up as the same `SingleHeadSteps`, so one page and one
 set of figures can show any of them. This module also takes a single score apart, feature by feature
@@ -75,7 +75,7 @@ class ScoreAnatomy:
     products: Tensor  # (d,) query * key, feature by feature
     sum_of_products: float  # Σ products: the dot product q·k
     raw_score: float  # QKᵀ[i, j] as the matrix holds it (equal to the sum, up to rounding)
-    scaled_score: float  # raw_score / √d
+    scaled_score: float  # raw_score / √dₖ
     weight: float  # after the softmax over row i
 
 

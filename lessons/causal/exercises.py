@@ -91,7 +91,7 @@ def _scores_listed(head: MaskedHead, listed: range) -> str:
         scored = f"In {head.where}, token {QUERY} ({query}) scores {some} tokens of your text as follows"
     else:
         scored = f"In the worked example, token {QUERY} ({query}) has these made-up scores for {some} of its tokens"
-    return f"{scored} (QKᵀ/√d, before any mask): {scores}."
+    return f"{scored} (QKᵀ/√dₖ, before any mask): {scores}."
 
 
 def weight_on_itself(read: Callable[[], MaskedHead]) -> Exercise | None:

@@ -123,11 +123,11 @@ def steps_figure(
     glyphs_px = width_for_numbers(across, len(MINUS_INFINITY))  # ✓, ✗ and −∞
     show = numbers_fit(numbers_px, show_values)
     show_glyphs = show or numbers_fit(glyphs_px, show_values)
-    titles = ["1 · the mask", "2 · scores QKᵀ/√d", "3 · scores + mask"]
+    titles = ["1 · the mask", "2 · scores QKᵀ/√d<sub>k</sub>", "3 · scores + mask"]
     if weights is not None:
         titles.append("4 · softmax rows")
     else:  # a third of the width: room for short lines only
-        titles = ["1 · the<br>mask", "2 · scores<br>QKᵀ/√d", "3 · scores<br>+ mask"]
+        titles = ["1 · the<br>mask", "2 · scores<br>QKᵀ/√d<sub>k</sub>", "3 · scores<br>+ mask"]
     figure, height = panel_grid(titles, columns, len(names))
     figure.add_trace(mask_trace(mask, names, show_glyphs), row=1, col=1)
     for (row, column), matrix in zip(((1, 2), (2, 1) if columns == 2 else (1, 3)), (scores, masked_scores)):

@@ -25,7 +25,7 @@ class SingleHeadSteps:
     key: Tensor  # K = X W_K (T, d)
     value: Tensor  # V = X W_V (T, d)
     raw_scores: Tensor  # Q Kᵀ (T, T)
-    scaled_scores: Tensor  # Q Kᵀ / √d
+    scaled_scores: Tensor  # Q Kᵀ / √dₖ
     masked_scores: Tensor  # with −∞ where the mask forbids (equal to scaled_scores without a mask)
     weights: Tensor  # softmax per row
     output: Tensor  # weights · V (T, d)

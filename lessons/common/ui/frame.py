@@ -60,7 +60,7 @@ LESSONS: tuple[LessonEntry, ...] = (
         "Scaled dot-product attention",
         ":material/calculate:",
         "Attention",
-        "softmax(QKᵀ/√d)·V, step by step, on numbers you can edit.",
+        "softmax(QKᵀ/√dₖ)·V, step by step, on numbers you can edit.",
     ),
     LessonEntry(
         4,

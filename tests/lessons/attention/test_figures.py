@@ -50,9 +50,9 @@ def test_a_score_cell_carries_its_whole_computation_for_the_hover():
     assert trace.z[0][1] == 22.0  # q_I · k_love = 44, ÷ √4
     assert trace.customdata.shape == (3, 3, 3)
     assert trace.customdata[0, 1].tolist() == pytest.approx([44.0, 22.0, 0.9707], rel=1e-4)
-    for words in ("q·k", "÷ √d", "softmax weight"):
+    for words in ("q·k", "÷ √d<sub>k</sub>", "softmax weight"):
         assert words in trace.hovertemplate
-    assert figure.layout.title.text == "QKᵀ / √d"
+    assert figure.layout.title.text == "QKᵀ / √d<sub>k</sub>"
 
 
 def test_the_weights_stage_uses_the_fixed_zero_to_one_scale_and_can_outline_a_cell():

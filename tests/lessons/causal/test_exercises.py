@@ -40,7 +40,7 @@ def on_text(model, text: str, layer: int = 0, head: int = 0):
 
 
 def transformers_scores(hf_bert, tokenizer, text: str, layer: int, head: int) -> np.ndarray:
-    """(T, T) QKᵀ/√d of one head, from transformers' own BERT: its layer input and query and key projections."""
+    """(T, T) QKᵀ/√dₖ of one head, from transformers' own BERT: its layer input and query and key projections."""
     with torch.no_grad():
         output = hf_bert(**tokenizer(text, return_tensors="pt"), output_hidden_states=True)
         attention = hf_bert.encoder.layer[layer].attention.self

@@ -39,7 +39,7 @@ def test_steps_figure_has_the_four_stages_of_the_recipe_in_order(worked_example_
         weights=worked_example_view.weights,
     )
     titles = [annotation.text for annotation in figure.layout.annotations]
-    assert titles == ["1 · the mask", "2 · scores QKᵀ/√d", "3 · scores + mask", "4 · softmax rows"]
+    assert titles == ["1 · the mask", "2 · scores QKᵀ/√d<sub>k</sub>", "3 · scores + mask", "4 · softmax rows"]
     assert [trace.name for trace in figure.data] == ["mask", "forbidden", "score", "forbidden", "score", "weight"]
     assert list(figure.data[0].x) == ["0: I", "1: love", "2: Apple", "3: iPhones"]
 
