@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from harness.client import Tab
 from lessons.common.class_store import ClassStore
-from lessons.common.classroom import Spread
+from lessons.common.classroom import NewClass, Spread
 from lessons.common.ui.classroom import LECTURER_POLL_SECONDS
 
 TEXT = "the cat sat on the mat"  # the lecturer's sentence, in the student link: everyone gets one question
@@ -101,10 +101,11 @@ async def answer_together(
     within: float,
     settle: float = 2 * LECTURER_POLL_SECONDS + 2,
     seed: int = 0,
+    started: NewClass | None = None,
 ) -> dict:
-    """`students` answer one exercise within `within` seconds through `url`; the class is started in `store`
-    (the database the replicas use). Returns the figures (see the module's docstring)."""
-    started = store.start_class(f"{students} students answering together", 60)
+    """`students` answer one exercise within `within` seconds through `url`, in the class `started` or in one
+    started here in `store` (the database the replicas use). Returns the figures (see the module's docstring)."""
+    started = started or store.start_class(f"{students} students answering together", 60)
     rng = random.Random(seed)
     began = time.monotonic()
     view, done = LecturerView(), asyncio.Event()

@@ -96,17 +96,18 @@ def test_steps_without_trace_say_that_they_recorded_none(ours, prompts):
 
 
 def test_a_batch_stops_once_every_sequence_wrote_a_stop_token_and_a_finished_one_repeats_it(ours, prompts):
+    start = prompts.size(1)
     free = written(prompts, generation_steps(ours, prompts, 12))
-    stop_ids = {int(free[0, 7]), int(free[1, 9])}  # the third sequence may write neither
+    stop_ids = {int(free[row, start + 2 + row]) for row in range(len(prompts))}  # row r writes one by token 3 + r
     steps = list(generation_steps(ours, prompts, 12, stop_token_ids=stop_ids))
     sequences = written(prompts, steps)
-    for row in sequences.tolist():
-        first_stop = next((index for index, token in enumerate(row[5:], start=5) if token in stop_ids), None)
-        if first_stop is not None:
-            assert set(row[first_stop:]) == {row[first_stop]}  # the stop token, repeated to the end
-    last_stops = [any(token in stop_ids for token in row[5:]) for row in sequences.tolist()]
-    assert len(steps) == 12 or all(last_stops)
-    assert len(steps) < 12 or not all(token in stop_ids for token in sequences[:, -2].tolist())
+    first_stops = []
+    for stopped, unstopped in zip(sequences.tolist(), free.tolist()):
+        first_stop = next(index for index, token in enumerate(stopped[start:], start=start) if token in stop_ids)
+        assert stopped[: first_stop + 1] == unstopped[: first_stop + 1]  # written as if no token stopped it
+        assert set(stopped[first_stop:]) == {stopped[first_stop]}  # then its stop token, repeated to the end
+        first_stops.append(first_stop)
+    assert len(steps) == max(first_stops) - start + 1 < 12  # the batch ends with its last sequence's stop
 
 
 def test_a_seeded_sampler_draws_the_same_tokens_in_the_steps_as_in_generate(ours, prompts):

@@ -6,10 +6,12 @@ from __future__ import annotations
 import importlib
 import math
 import pkgutil
+import re
 
 import pytest
 
 from harness.apptest import HOSTILE_TEXTS, answer_exercise, assert_clean, exercise_field, open_exercise, open_page
+from harness.hostile import problems_after
 from lessons.common.exercises import Exercise, options_around
 from lessons.common.ui import check_yourself
 
@@ -84,11 +86,15 @@ def test_the_tally_counts_the_first_answer_to_each_exercise_of_the_session():
 
 @pytest.mark.parametrize("name", list(HOSTILE_TEXTS))
 def test_a_hostile_text_is_asked_about_literally(name):
-    app = open_exercise(PAGE, "pieces", text=HOSTILE_TEXTS[name])
-    assert_clean(app)
+    text = HOSTILE_TEXTS[name]
+    app = open_exercise(PAGE, "pieces", text=text)
+    assert problems_after(app, text) == []
     if app.radio or app.number_input:
+        question = next(item.value for item in app.markdown if item.value.startswith("Into how many tokens"))
+        asked = re.search("“(.+)”", question)[1]
+        assert asked.replace("\\", "") in text  # the word as typed, only escaped for markdown
         answer_exercise(app, 1)
-        assert_clean(app)
+        assert problems_after(app, text) == []
 
 
 LESSONS = [info.name for info in pkgutil.iter_modules(["lessons"]) if info.ispkg and info.name != "common"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.apptest import open_page
+from harness.apptest import new_app, open_page
 from harness.hostile import problems_after
 from lessons.common.ui import presentation
 
@@ -79,9 +79,15 @@ def test_tablets_and_desktops_are_not_phones(user_agent):
 
 @pytest.mark.parametrize("raw", ["banana", "", "<b>1</b>", "1e9"])
 def test_a_malformed_parameter_is_named_and_the_page_opens_as_usual(raw):
-    app = open_page("lesson_pages/attention.py", query={"present": raw})
+    app = new_app()  # opened on the lesson itself, as a browser opens the link (open_page's first run would
+    app.query_params["present"] = raw  # show the note on the welcome page)
+    app.switch_page("lesson_pages/attention.py")
+    app.run()
     assert problems_after(app, raw) == []
+    notes = [item.value.replace("\\", "") for item in app.warning]
+    assert any(f"“present” value “{raw}” cannot be used here (True or False)" in note for note in notes), notes
     assert not {presentation.NO_SIDEBAR, presentation.LARGER_TEXT} & set(style_sheets(app))
+    assert app.query_params.get("present") == "False"  # the address no longer carries the bad value
 
 
 def test_figure_text_grows_with_the_page_in_presentation_style():

@@ -3,10 +3,13 @@ answer recorded for the class and its reveal held for the lecturer's, the lectur
 
 from __future__ import annotations
 
+import csv
+import io
 import time
 from datetime import timedelta
 
 import pytest
+from streamlit.runtime.media_file_manager import MediaFileManager
 
 from harness.apptest import (
     HOSTILE_TEXTS,
@@ -17,8 +20,10 @@ from harness.apptest import (
     open_exercise,
     open_page,
 )
+from harness.hostile import problems_after
 from lessons.common import classroom
 from lessons.common.class_store import ClassStore
+from lessons.common.safe_text import escape_markdown
 from lessons.common.ui import classroom as class_ui
 
 LESSON = "lesson_pages/tokenization.py"
@@ -146,12 +151,33 @@ def test_the_lecturer_link_shows_the_spread_and_a_wrong_key_shows_nothing_of_it(
         assert "answered" not in all_markdown(intruder) and not intruder.get("plotly_chart")
 
 
-def test_the_lecturer_reveals_from_the_page_and_downloads_the_spread(store):
+def test_the_lecturer_reveals_from_the_page_and_downloads_the_spread(store, monkeypatch):
+    written_when_pressed = {}  # what each download button's file id serves, as the server would on a click
+    register = MediaFileManager.add_deferred
+
+    def remember(manager, data_callable, *args, **kwargs):
+        file_id = register(manager, data_callable, *args, **kwargs)
+        written_when_pressed[file_id] = data_callable
+        return file_id
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", remember)
     started, lecturer = a_class_with_one_answer(store)
     (spread,) = store.spread(started.code, started.lecturer_key)
     lecturer.button(key=f"reveal_{spread.question.asked}").click().run()
     assert store.revealed(started.code, spread.question.asked) is not None
     assert any("the answer is 4" in item.value for item in lecturer.success)
+    downloads = {
+        button.key: written_when_pressed[button.proto.deferred_file_id]() for button in lecturer.get("download_button")
+    }
+    code, key = started.code, started.lecturer_key
+    assert downloads == {
+        "class_spread_csv": store.spread_csv(code, key),
+        "class_answers_csv": store.answers_csv(code, key),
+    }
+    spread_rows = list(csv.DictReader(io.StringIO(downloads["class_spread_csv"])))
+    assert [(row["answer"], row["count"], row["answered"]) for row in spread_rows] == [("4", "1", "1")]
+    assert spread.question.question in downloads["class_spread_csv"]
+    assert len(list(csv.DictReader(io.StringIO(downloads["class_answers_csv"])))) == 1  # the one student's answer
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE_TEXTS))
@@ -160,11 +186,13 @@ def test_hostile_text_through_the_class_title_and_links_is_shown_as_written(stor
     app = open_page(CLASS_PAGE)
     app.text_input(key="class_title").set_value(hostile[:120])
     app.button(key="class_start").click().run()
-    assert_clean(app)
+    assert problems_after(app, hostile[:120]) == []
+    (started,) = [item.value for item in app.success if "started; open until" in item.value]
+    assert started.startswith(f"Class **{escape_markdown(hostile[:120].strip())}** started") or not hostile.strip()
     for query in ({"class": hostile}, {"class": hostile, "key": hostile}, {"key": hostile}):
         for page in (LESSON, CLASS_PAGE):
             visited = open_page(page, text="a cat", query=query)
-            assert_clean(visited)
+            assert problems_after(visited, hostile) == []
             assert "<b>" not in all_markdown(visited) and "<script>" not in all_markdown(visited)
     assert answers_stored(store) == 0
 

@@ -15,7 +15,6 @@ from harness.answering import answer_together
 from harness.hall import Hall, visit
 from harness.load import run_coroutine
 from lessons.common.class_store import ClassStore
-from lessons.common.classroom import Question
 
 pytestmark = [pytest.mark.slow, pytest.mark.solo]
 STUDENTS, WITHIN_SECONDS = 20, 8
@@ -43,16 +42,15 @@ def test_every_acknowledged_answer_through_the_hall_is_counted_once_and_reaches_
 
 def test_a_replica_killed_loses_no_acknowledged_answer_and_the_class_goes_on(hall, store):
     started = store.start_class("Kill one", 30)
-    question = Question("q-kill", "tokenization", "Pieces", "How many?", ("3", "4"), 0, "4")
-    for student in range(6):
-        store.record_answer(started.code, f"student-{student}-0123456789", question, "4", True)
-    figures = run_coroutine(answer_together(hall.url, store, 6, 3, seed=1))
-    assert figures["acknowledged"] == 6, figures
+    # Within half a second: their connections overlap, so nginx (least_conn) gives each replica some of them.
+    figures = run_coroutine(answer_together(hall.url, store, 6, 0.5, seed=1, started=started))
+    assert figures["acknowledged"] == figures["counted"] == 6, figures
+    assert "replica-0" in figures["students_per_replica"], figures  # some of them answered through the one killed
     hall.restarting.clear()  # the killed replica stays dead for this test
     try:
         os.kill(hall.pid("replica-0"), signal.SIGKILL)
         time.sleep(1)
-        assert store.spread(started.code, started.lecturer_key)[0].answered == 6
+        assert store.spread(started.code, started.lecturer_key)[0].answered == 6  # all still counted
         after = run_coroutine(answer_together(hall.url, store, 4, 2, seed=2))  # the survivor takes them all
         assert after["acknowledged"] == after["counted"] == 4 and set(after["students_per_replica"]) == {"replica-1"}
     finally:

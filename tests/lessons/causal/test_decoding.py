@@ -204,9 +204,23 @@ def test_top_candidates_are_the_most_probable_first_and_k_is_capped_at_the_vocab
     assert len(decoding.top_candidates(probabilities, 20)) == 4
 
 
-@pytest.mark.parametrize("word", ["", "ab", "abcdefghi", "abc1", "Banana", "été"])
-def test_a_word_the_task_rejects_is_refused_before_the_model_runs(sorter, word):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    ("word", "reason"),
+    [
+        ("", "letters \\(got 0\\)"),
+        ("ab", "letters \\(got 2\\)"),
+        ("abcdefghi", "letters \\(got 9\\)"),
+        ("abc1", "only the letters .* are known \\(not 1\\)"),
+        ("Banana", "only the letters .* are known \\(not B\\)"),
+        ("été", "only the letters .* are known \\(not é\\)"),
+    ],
+)
+def test_a_word_the_task_rejects_is_refused_before_the_model_runs(sorter, word, reason, monkeypatch):
+    def no_model_run(*args, **kwargs):
+        raise AssertionError("the model ran on a word the task refuses")
+
+    monkeypatch.setattr(sorter.model, "forward", no_model_run)
+    with pytest.raises(ValueError, match=reason):
         decoding.walk_through_sorting(sorter.model, sorter.task, word)
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from lessons.common import plots
 
@@ -28,10 +29,13 @@ def test_characters_from_beyond_latin_greek_and_cyrillic_get_the_widest_bound():
     assert plots.label_width_px("日") == plots.label_width_px("😀") > plots.label_width_px("ж") > 0
 
 
-def test_tick_labels_that_do_not_fit_level_read_upwards_in_every_figure_never_turned_by_30_degrees():
+def test_tick_labels_that_do_not_fit_level_read_upwards_in_every_figure_never_turned_by_30_degrees(monkeypatch):
     """Found so (2026-11-30): plotly's default 30° stood neighbouring labels on each other on a projector."""
     from plotly.subplots import make_subplots
 
+    # The app's template, the default once the app's figures are imported: in the server Streamlit is imported
+    # first, but a test may import Streamlit's plotly element afterwards, which makes its own the default.
+    monkeypatch.setattr(pio.templates, "default", "anatomy")
     for figure in (go.Figure(go.Heatmap(z=[[0, 1]])), make_subplots(rows=1, cols=2)):
         assert tuple(figure.layout.template.layout.xaxis.autotickangles) == (0, -90)
 

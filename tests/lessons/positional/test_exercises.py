@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from harness.apptest import HOSTILE_TEXTS, answer_exercise, assert_clean, exercise_field, open_exercise, payload
+from harness.hostile import problems_after
 from lessons.positional import links
 from lessons.positional.exercises import (
     OFFERED_DISTANCES,
@@ -145,9 +146,19 @@ def test_a_value_within_the_tolerance_is_right_and_one_beyond_it_is_not():
     assert wrong.error and not wrong.success
 
 
+ASKS_ABOUT_THE_TEXTS_TOKENS = ("nearest", "value")  # the rotary exercise asks about the model, whatever the text
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", HOSTILE_TEXTS)
 @pytest.mark.parametrize("exercise", ["nearest", "value", "rotary"])
 def test_hostile_texts_give_a_clean_page_with_the_exercise_open(name, exercise):
-    app = open_exercise(PAGE, exercise, text=HOSTILE_TEXTS[name])
-    assert_clean(app)
+    text = HOSTILE_TEXTS[name]
+    app = open_exercise(PAGE, exercise, text=text)
+    assert problems_after(app, text) == []
+    asked = [widget for widget in (*app.radio, *app.number_input) if str(widget.key).startswith("exercise_")]
+    explained = any("This exercise has nothing to ask about" in item.value for item in app.info)
+    if exercise in ASKS_ABOUT_THE_TEXTS_TOKENS and not text.strip():  # no token: nothing of the text to ask about
+        assert not asked and explained
+    else:
+        assert len(asked) == 1 and not explained
