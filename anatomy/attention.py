@@ -81,8 +81,9 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None, *, in_place: bool
 def attention_weights(query: Tensor, key: Tensor, mask: Tensor | None = None) -> Tensor:
     """softmax(QKᵀ / √d_k + M): (..., T, S) how much each query takes from each key.
 
-    The one place attention weights are computed: the forward, its trace and the lessons all call it, which is
-    why a trace can promise the forward's weights bit for bit.
+    The one place attention weights are computed: the traced forward and the lessons both call it, which is why
+    a trace can promise the forward's weights bit for bit. (The untraced forward's fused kernel, in
+    `fused_attention`, computes no weights that anyone sees.)
     """
     return masked_softmax(attention_scores(query, key), mask, in_place=True)  # the scores are made here: no copy
 
@@ -137,37 +138,45 @@ def scaled_dot_product_attention(
     Returns the output (..., T, d_k) and the weights (..., T, S); a query that may attend to nothing gets zero
     weights and a zero output.
 
-    With need_weights=False the same computation runs through torch's fused kernel, which never
+    With need_weights=False the same computation runs through torch's fused kernel (`fused_attention`), which never
     materialises the (T, S) matrix: faster, but there are no weights to show, so None is returned.
     """
-    num_queries, num_keys = query.size(-2), key.size(-2)
     if not need_weights:
-        # The fused kernel stays for speed (the untraced forward every page runs). It returns no weights, so
-        # no weight a learner sees comes from it: they all come from `attention_weights`. Told that a mask is
-        # only causal (is_causal), it skips the key blocks after each query's block instead of reading a mask;
-        # told that heads are shared (enable_gqa), it reads each key/value head in place instead of copies.
-        # Both give the same numbers, bit for bit, as the explicit mask and the copies (tests prove it).
-        only_causal = causal and mask is None and num_queries == num_keys  # torch's causal mask starts top left
-        if causal and not only_causal:
-            mask = with_causal_mask(mask, num_queries, num_keys, query.device)
-        # Keys and values laid out head by head (a copy of the (B, S, H_kv, d_k) projection, as transformers'
-        # KV cache makes them): the CPU kernel reads them in blocks of positions, 15 % faster at 4,096 tokens.
-        key, value = key.contiguous(), value.contiguous()
-        in_place = shares_heads(query, key) and fused_kernel_reads_shared_heads(query.device)
-        if shares_heads(query, key) and not in_place:
-            key, value = per_query_head(key, query.size(1)), per_query_head(value, query.size(1))
-        output = F.scaled_dot_product_attention(
-            query, key, value, attn_mask=mask, is_causal=only_causal, enable_gqa=in_place
-        )
-        if mask is not None:
-            output = output.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)  # zero, whatever the backend gives
-        return output, None
+        return fused_attention(query, key, value, mask, causal=causal), None
     if causal:
-        mask = with_causal_mask(mask, num_queries, num_keys, query.device)
+        mask = with_causal_mask(mask, query.size(-2), key.size(-2), query.device)
     if shares_heads(query, key):
         key, value = per_query_head(key, query.size(1)), per_query_head(value, query.size(1))  # (B, H, S, d_k)
     weights = attention_weights(query, key, mask)  # (..., T, S)
     return weights @ value, weights  # (..., T, d_k), (..., T, S)
+
+
+def fused_attention(
+    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None, *, causal: bool = False
+) -> Tensor:
+    """The output of `scaled_dot_product_attention` through torch's fused kernel, which never materialises the
+    (T, S) weights: faster, for the untraced forward every page runs, and no weight a learner sees comes from it.
+
+    Told that a mask is only causal (is_causal), the kernel skips the key blocks after each query's block instead
+    of reading a mask; told that heads are shared (enable_gqa), it reads each key/value head without copying it.
+    Both give the same numbers, bit for bit, as the explicit mask and the copies (tests prove it).
+    """
+    num_queries, num_keys = query.size(-2), key.size(-2)
+    only_causal = causal and mask is None and num_queries == num_keys  # torch's causal mask starts top left
+    if causal and not only_causal:
+        mask = with_causal_mask(mask, num_queries, num_keys, query.device)
+    # Keys and values laid out head by head (a copy of the (B, S, H_kv, d_k) projection, as transformers'
+    # KV cache makes them): the CPU kernel reads them in blocks of positions, 15 % faster at 4,096 tokens.
+    key, value = key.contiguous(), value.contiguous()
+    reads_shared_heads = shares_heads(query, key) and fused_kernel_reads_shared_heads(query.device)
+    if shares_heads(query, key) and not reads_shared_heads:
+        key, value = per_query_head(key, query.size(1)), per_query_head(value, query.size(1))
+    output = F.scaled_dot_product_attention(
+        query, key, value, attn_mask=mask, is_causal=only_causal, enable_gqa=reads_shared_heads
+    )
+    if mask is not None:
+        output = output.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)  # zero, whatever the backend gives
+    return output
 
 
 def fused_kernel_reads_shared_heads(device: torch.device) -> bool:
@@ -449,7 +458,7 @@ class MultiHeadAttention(nn.Module):
         if edit is None and not trace:  # torch's fused kernel: no weights to show
             head_outputs, _ = scaled_dot_product_attention(query, key, value, mask, need_weights=False, causal=causal)
             return self.output(merge_heads(head_outputs)), None  # (B, T, D) the heads side by side, through W_O
-        # Edited or traced: softmax(QKᵀ/√d + M)·V written out, one head at a time.
+        # Edited or traced: softmax(QKᵀ/√d_k + M)·V written out, one head at a time.
         allowed = with_causal_mask(mask, query.size(-2), key.size(-2), query.device) if causal else mask
         if edit is not None:  # an experiment, for this call only: weights changed or heads silenced
             return self.output(merge_heads(edit.attend(query, key, value, allowed))), None

@@ -111,7 +111,7 @@ class Step:
 Read = Callable[[Tensor], tuple[Tensor, ModelTrace | None]]  # ids -> (B, V) next-token logits, the trace
 
 
-def _generation_loop(
+def generation_loop(
     read: Read,
     prompt_ids: Tensor,
     max_new_tokens: int,
@@ -164,7 +164,7 @@ def generation_steps(
             output = model(ids[:, -model.config.max_positions :], trace=trace, keep_hidden_states=False)
         return output.logits[:, -1], output.trace
 
-    yield from _generation_loop(
+    yield from generation_loop(
         read, prompt_ids, max_new_tokens, choose, stop_token_ids, reads_only_new_tokens=cache is not None
     )
 
@@ -193,7 +193,7 @@ def seq2seq_generation_steps(
         output = model.decoder(target_ids, memory, memory_mask, trace=trace)
         return output.logits[:, -1], output.trace
 
-    yield from _generation_loop(read, start_ids, max_new_tokens, choose, stop_token_ids, reads_only_new_tokens=False)
+    yield from generation_loop(read, start_ids, max_new_tokens, choose, stop_token_ids, reads_only_new_tokens=False)
 
 
 def generate(

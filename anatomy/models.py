@@ -46,7 +46,7 @@ class StackOutput:
         return tuple(layer.attention.weights for layer in self.recorded_trace.layers)
 
 
-def _run_stack(
+def run_stack(
     layers,
     embeddings_output,
     embedding_trace,
@@ -135,7 +135,7 @@ class Encoder(nn.Module):
         """(B, T) ids -> (B, T, D) contextual vectors; `attention_mask` (B, T) hides padding keys."""
         embedded, embedding_trace = self.embeddings(input_ids, token_type_ids, trace=trace)
         mask = None if attention_mask is None else padding_mask(attention_mask)  # (B, 1, 1, T)
-        return _run_stack(self.layers, embedded, embedding_trace, mask, trace, self.final_norm)
+        return run_stack(self.layers, embedded, embedding_trace, mask, trace, self.final_norm)
 
 
 class SequenceClassifier(nn.Module):
@@ -210,7 +210,7 @@ class DecoderOnlyLM(nn.Module):
         embedded, embedding_trace = self.embeddings(input_ids, trace=trace, first_position=num_cached)
         mask = None if attention_mask is None else padding_mask(attention_mask)
         rotation = rotation_of(self.config, embedded, num_cached)  # the same in every layer: computed once
-        stack = _run_stack(
+        stack = run_stack(
             self.layers,
             embedded,
             embedding_trace,

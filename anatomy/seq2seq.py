@@ -23,7 +23,7 @@ from anatomy.config import DecoderConfig, Seq2SeqConfig
 from anatomy.embeddings import Embeddings
 from anatomy.generation import seq2seq_generation_steps
 from anatomy.masks import padding_mask
-from anatomy.models import Encoder, StackOutput, _run_stack
+from anatomy.models import Encoder, StackOutput, run_stack
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class Decoder(nn.Module):
     ) -> StackOutput:
         """(B, T) target ids and (B, S, D) encoder output -> logits (B, T, V) for each next target token."""
         embedded, embedding_trace = self.embeddings(target_ids, trace=trace)
-        stack = _run_stack(
+        stack = run_stack(
             self.layers, embedded, embedding_trace, None, trace, self.final_norm, memory=memory, memory_mask=memory_mask
         )
         logits = stack.last_hidden_state @ self.embeddings.token.weight.T  # (B, T, V)

@@ -7,7 +7,7 @@ decoder trained here as it sorts a word one token at a time, beside its twin tra
 import streamlit as st
 
 from anatomy.attention import apply_mask, attention_scores, attention_weights, masked_softmax
-from anatomy.generation import generation_steps
+from anatomy.generation import generation_loop, generation_steps
 from anatomy.masks import causal_mask, combine_masks, padding_mask
 from lessons.causal import decoders_ui, decoding, exercises, links, masking, text, ui
 from lessons.common.ui import check_yourself, frame, sidebar, widgets
@@ -27,7 +27,11 @@ st.latex(text.MASK_FORMULA)
 if not check_yourself.offer(exercises.OFFERS, lambda: ui.exercise_head(context)):
     widgets.show_open_tab(SECTIONS, links.TAB, context, renamed=links.RENAMED_TABS)
 widgets.show_source(
+    masking.mask_scores,
     masking.attend,
+    masking.unmasked,
+    masking.causal,
+    masking.padded,
     causal_mask,
     padding_mask,
     combine_masks,
@@ -38,6 +42,7 @@ widgets.show_source(
     masking.run_padded,
     decoding.generate_greedily,
     generation_steps,
+    generation_loop,
     decoding.teacher_force,
 )
 frame.previous_and_next("causal")

@@ -8,7 +8,7 @@ import streamlit as st
 
 from anatomy.blocks import DecoderLayer
 from anatomy.config import parameter_breakdown
-from anatomy.generation import seq2seq_generation_steps
+from anatomy.generation import generation_loop, seq2seq_generation_steps
 from anatomy.seq2seq import EncoderDecoder
 from lessons.common.ui import check_yourself, frame, sidebar, widgets
 from lessons.decoder import exercises, families, links, text, ui
@@ -26,8 +26,9 @@ if not check_yourself.offer(exercises.OFFERS, view.lesson if view else None):
 widgets.show_source(
     reverse_word,
     seq2seq_generation_steps,
+    generation_loop,
     EncoderDecoder.generate_greedy,
-    DecoderLayer,
+    DecoderLayer.forward,
     families.family_masks,
     parameter_breakdown,
 )

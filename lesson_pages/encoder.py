@@ -8,8 +8,8 @@ Every number comes from `lessons.encoder.analysis` and `lessons.encoder.tables`,
 
 import streamlit as st
 
-from anatomy.blocks import EncoderLayer
-from anatomy.models import Encoder
+from anatomy.blocks import EncoderLayer, ResidualBlock
+from anatomy.models import Encoder, run_stack
 from lessons.common.ui import check_yourself, frame, sidebar, widgets
 from lessons.encoder import exercises, links, text, ui
 
@@ -39,5 +39,5 @@ else:
     if not check_yourself.offer(exercises.OFFERS, traced.run, traced.config, context.pretrained):
         widgets.show_open_tab(SECTIONS, links.TAB, traced)
 
-widgets.show_source(Encoder.forward, EncoderLayer.forward, title=text.SOURCE_TITLE)
+widgets.show_source(Encoder.forward, run_stack, EncoderLayer.forward, ResidualBlock.sublayer, title=text.SOURCE_TITLE)
 frame.previous_and_next("encoder")

@@ -4,10 +4,11 @@ and reads a chat laid out by its template."""
 import streamlit as st
 
 from anatomy.attention import AttentionEdit, one_head_weights
-from anatomy.blocks import DecoderLayer
+from anatomy.blocks import DecoderLayer, ResidualBlock
 from anatomy.cache import LayerCache
 from anatomy.feedforward import FeedForward
-from anatomy.generation import filtered_scores, generation_steps, next_tokens
+from anatomy.generation import filtered_scores, generation_loop, generation_steps, next_tokens
+from anatomy.models import DecoderOnlyLM
 from anatomy.norms import RMSNorm
 from anatomy.rotary import Rotation
 from lessons.common import decoder_attention, pooling
@@ -25,7 +26,9 @@ tokens = ui.show_tokens(chat, context.text)
 if not check_yourself.offer(exercises.OFFERS, chat, tokens, ui.runs_for(context.text)):
     widgets.show_open_tab(ui.SECTIONS, links.TAB, chat, tokens, context.text)
 widgets.show_source(
-    DecoderLayer,
+    DecoderOnlyLM.forward,
+    DecoderLayer.forward,
+    ResidualBlock.sublayer,
     RMSNorm,
     Rotation,
     FeedForward,
@@ -34,6 +37,7 @@ widgets.show_source(
     filtered_scores,
     writing.write,
     generation_steps,
+    generation_loop,
     decoder_attention.max_tokens,
     decoder_attention.layer_attention,
     one_head_weights,

@@ -6,6 +6,7 @@ Every number comes from `lessons.multihead`; this page only lays it out.
 
 import streamlit as st
 
+from anatomy.attention import MultiHeadAttention, merge_heads, split_heads
 from lessons.common import pooling
 from lessons.common.ui import check_yourself, frame, sidebar, widgets
 from lessons.multihead import ablation, exercises, links, text, ui
@@ -21,6 +22,9 @@ if view is not None and not check_yourself.offer(exercises.OFFERS, view.run, vie
     widgets.show_open_tab(ui.SECTIONS, links.TAB, view)
 
 widgets.show_source(
+    MultiHeadAttention.forward,
+    split_heads,
+    merge_heads,
     head_stats.head_statistics,
     head_stats.row_entropy,
     head_stats.attention_distance,

@@ -22,8 +22,8 @@ def embedding_self_attention(tokens, embeddings: Tensor) -> SingleHeadSteps:
     """Attention with no learned projections: Q = K = V = the embeddings (T, D) themselves.
 
     This is the simplest attention there is: a token's score with another is the dot product of their
-    embeddings. Different tokens' embeddings point in nearly unrelated directions, so a token usually looks
-    mostly at itself.
+    embeddings, divided by √D. Different tokens' embeddings point in nearly unrelated directions, so a token
+    usually looks mostly at itself.
     """
     inputs = float64_on_the_cpu(embeddings)  # (T, D)
     output, weights = scaled_dot_product_attention(inputs, inputs, inputs)

@@ -102,9 +102,9 @@ lengths share a batch, a padding mask still hides the source's [PAD] columns.)
 CROSS_ATTENTION = "**3 · Cross-attention.**" + CROSS_TEXT
 
 CROSS_FORMULA = (  # three lines: on one they run past a tablet's width
-    r"\begin{gathered} Q = H_{\text{dec}}\,W_Q \in \mathbb{R}^{T\times d} \\ "
-    r"K = H_{\text{enc}}\,W_K,\ V = H_{\text{enc}}\,W_V \in \mathbb{R}^{S\times d} \\ "
-    r"\operatorname{softmax}\!\Big(\frac{QK^{\top}}{\sqrt{d}}\Big) \in \mathbb{R}^{T\times S} \end{gathered}"
+    r"\begin{gathered} Q = H_{\text{dec}}\,W_Q \in \mathbb{R}^{T\times d_k} \\ "
+    r"K = H_{\text{enc}}\,W_K,\ V = H_{\text{enc}}\,W_V \in \mathbb{R}^{S\times d_k} \\ "
+    r"\operatorname{softmax}\!\Big(\frac{QK^{\top}}{\sqrt{d_k}}\Big) \in \mathbb{R}^{T\times S} \end{gathered}"
 )
 
 

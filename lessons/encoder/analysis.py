@@ -280,7 +280,9 @@ class ClassifierHeadOutput:
 
 
 def untrained_classifier(width: int, num_labels: int, seed: int = CLASSIFIER_SEED) -> nn.Linear:
-    """A fresh Linear(D, num_labels), seeded, as a fine-tuning run would start from."""
+    """A fresh Linear(D, num_labels), seeded, with PyTorch's default initialisation (uniform in ±1/√D): a head
+    nobody trained. (transformers starts a fine-tuning run from N(0, 0.02²) weights and zero biases instead;
+    either way its scores mean nothing yet.)"""
     classifier = nn.Linear(width, num_labels)
     _initialise_linear_layers(classifier, torch.Generator().manual_seed(seed))
     return classifier.eval().requires_grad_(False)

@@ -18,6 +18,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from anatomy.blocks import ResidualBlock
 from anatomy.config import TransformerConfig, parameter_breakdown
+from anatomy.feedforward import FeedForward
 from anatomy.models import MaskedLMHead, SequenceClassifier
 from anatomy.trace import ModelTrace
 from lessons.common import pooling
@@ -383,7 +384,12 @@ def show_feed_forward(traced: TracedText) -> None:
         (layer,),
         lambda: figures.positive_fraction_chart(fractions, layer, "share of activations above 0, per layer"),
     )
-    widgets.show_source(analysis.most_active_neurons, analysis.positive_fraction, analysis.positive_fraction_by_layer)
+    widgets.show_source(
+        FeedForward.forward,
+        analysis.most_active_neurons,
+        analysis.positive_fraction,
+        analysis.positive_fraction_by_layer,
+    )
 
 
 # ----- a classification head -------------------------------------------------------------------------------

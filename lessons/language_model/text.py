@@ -40,7 +40,8 @@ connection, but where the norm sits moved and each part got simpler or cheaper:
   shared by 3 query heads. The attention maps are still one per query head (9 per layer); what shrinks is the
   memory for keys and values kept while writing (the KV cache), to a third.
 - **SwiGLU** feed-forward: `down(silu(gate(x)) · up(x))`, a gate that decides, coordinate by coordinate, how
-  much of `up(x)` passes, instead of one ReLU.
+  much of `up(x)` passes, instead of one ReLU. (The checkpoint's names; in the code below `up` is `expand` and
+  `down` is `contract`, as in every other model here.)
 - **No biases** on any projection, and **tied embeddings**: the one table that turns token ids into vectors
   also scores every vocabulary token as the next one.
 - **4-bit weights**: the file stores every matrix of the blocks quantized to 4 bits (llama.cpp's Q4_1: groups

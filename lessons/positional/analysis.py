@@ -29,8 +29,8 @@ TIE_TOLERANCE = 1e-6
 
 def learned_position_table(model) -> Tensor | None:
     """(max_positions, D) the position vectors a model learned in training (BERT, GPT-2), on the CPU, or
-    None for a model built with sinusoidal positions. On a CPU model it shares the weight's memory: read
-    it, never write to it."""
+    None for a model that learned no table (sinusoidal or rotary positions). On a CPU model it shares the
+    weight's memory: read it, never write to it."""
     position = getattr(model.embeddings, "position", None)
     return None if position is None else position.weight.detach().cpu()
 

@@ -118,7 +118,8 @@ def train_unigram(vocab_size: int, corpus: tuple[str, ...] | None = None) -> Tok
     """Unigram as in SentencePiece: start from many candidate substrings, give each a probability, and
     prune the pieces the corpus misses least until `vocab_size` remain (fewer if the corpus runs out).
 
-    "▁" marks a space, so pieces that begin a word carry it. Characters never seen become <unk>.
+    "▁" marks a space, so pieces that begin a word carry it. Every ASCII letter, digit and punctuation mark is
+    a piece of its own, seen or not; any other character the corpus never showed becomes <unk>.
     """
     tokenizer = Tokenizer(models.Unigram())
     tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()

@@ -81,13 +81,18 @@ def test_every_lesson_renders_the_default_text_without_an_exception(lesson):
 
 def test_a_pages_code_is_sent_only_once_its_expander_is_opened_and_is_the_packages_own_source():
     import inspect
+    import textwrap
 
+    from anatomy.attention import MultiHeadAttention, merge_heads, split_heads
     from lessons.common import pooling
     from lessons.common.ui import widgets
     from lessons.multihead import ablation
     from lessons.multihead import statistics as head_stats
 
     objects = (
+        MultiHeadAttention.forward,
+        split_heads,
+        merge_heads,
         head_stats.head_statistics,
         head_stats.row_entropy,
         head_stats.attention_distance,
@@ -102,7 +107,10 @@ def test_a_pages_code_is_sent_only_once_its_expander_is_opened_and_is_the_packag
     app.session_state[widgets.source_key(*objects)] = True
     app.run()
     assert_clean(app)
-    assert [block.value for block in app.code] == [inspect.getsource(obj).rstrip("\n") for obj in objects]
+    assert [block.value for block in app.code] == [
+        textwrap.dedent(inspect.getsource(obj)).rstrip("\n") for obj in objects
+    ]
+    assert app.code[0].value.startswith("def forward(")  # a method, shown from the left margin
 
 
 @pytest.mark.slow

@@ -124,7 +124,7 @@ def show_source(*objects, title: str = SOURCE_TITLE) -> None:
     with expander:
         for name, obj in zip(_qualified_names(objects), objects):
             st.caption(f"`{name}`")
-            st.code(inspect.getsource(obj), language="python")
+            st.code(textwrap.dedent(inspect.getsource(obj)), language="python")  # a method as if at the left
 
 
 def download_csv(frame, file_name: str, label: str = "Download the numbers (CSV)", key: str | None = None) -> None:
