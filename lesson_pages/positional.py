@@ -42,5 +42,5 @@ if encoding is not None and not check_yourself.offer(
 ):
     widgets.show_open_tab(ui.SECTIONS, links.TAB, encoding)
 
-widgets.show_source(*SOURCE_CODE[ui.open_tab()])
+widgets.show_source(*SOURCE_CODE[widgets.open_tab_name(ui.SECTIONS, links.TAB)])
 frame.previous_and_next("positional")

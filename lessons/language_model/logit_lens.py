@@ -50,7 +50,7 @@ def logit_lens(
     # Only the last position's logits from the model itself: the final distribution at the positions read is the
     # lens at the last depth, the very computation of the model's head (a test holds them equal).
     states = model(as_batch(ids, model), last_logits_only=True).hidden_states
-    lenses = [_lens(model, state[0, read]) for state in states]  # (P, V) each
+    lenses = [read_as_the_head_does(model, state[0, read]) for state in states]  # (P, V) each
     final = lenses[-1]
     top_ids, top_probabilities, divergence = [], [], []
     for lens in lenses:
@@ -61,7 +61,7 @@ def logit_lens(
     return LogitLens(tuple(read), torch.stack(top_ids), torch.stack(top_probabilities), torch.stack(divergence))
 
 
-def _lens(model: DecoderOnlyLM, state: Tensor) -> Tensor:
+def read_as_the_head_does(model: DecoderOnlyLM, state: Tensor) -> Tensor:
     """(P, D) residual stream -> (P, V) log-probabilities of the next token: the final norm, then the output
     matrix, as the model's own head reads its last layer."""
     return F.log_softmax(F.linear(model.final_norm(state), output_matrix(model)).float(), dim=-1)

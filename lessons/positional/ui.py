@@ -176,11 +176,6 @@ def _bind_position(shown: int) -> None:
     )
 
 
-def open_tab() -> str:
-    """The name of the tab open now: the tabs bound to the link keep it in the session under their key."""
-    return st.session_state.get(links.TAB, links.CURVES)
-
-
 # ----- cached pieces ----------------------------------------------------------------------------------------
 # A plotly figure costs far more to build than the numbers in it, so the studies and their figures are
 # cached on the settings that decide them. Arguments starting with "_" are not hashed: the settings

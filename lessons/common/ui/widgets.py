@@ -73,6 +73,11 @@ def expander_if_open(label: str, key: str, expanded: bool = False, icon: str | N
     return expander if expander.open else None
 
 
+def open_tab_name(sections: dict[str, Callable[..., None]], key: str) -> str:
+    """The name of the tab `show_open_tab(sections, key, ...)` keeps open: the first until another is chosen."""
+    return st.session_state.get(key, next(iter(sections)))
+
+
 def show_open_tab(
     sections: dict[str, Callable[..., None]], key: str, *arguments, renamed: dict[str, str] | None = None
 ) -> None:

@@ -354,3 +354,35 @@ def test_a_cut_notice_says_whether_the_model_or_this_server_set_the_limit():
     assert "9,000 tokens" in by_model and "at most 8,192" in by_model and "server" not in by_model
     by_server = text.cut_notice(800, 512, 8192)
     assert "reads the first 512" in by_server and "could read 8,192" in by_server and "server stops at 512" in by_server
+
+
+# One function each tab runs, shown under it (and under no other tab).
+CODE_OF_EACH_TAB = {
+    links.NEXT_TOKEN: "lessons.language_model.reading.next_token_probabilities",
+    links.WRITING: "anatomy.generation.generation_loop",
+    links.ATTENTION: "lessons.common.decoder_attention.layer_attention",
+    links.CHAT: "lessons.language_model.reading.chat_tokens",
+    links.SINKS: "lessons.language_model.heads.remove_sink",
+    links.INDUCTION: "lessons.language_model.heads.induction_test",
+    links.LOGIT_LENS: "lessons.language_model.logit_lens.logit_lens",
+}
+
+
+@pytest.mark.parametrize("tab", links.TABS)
+def test_the_code_under_the_page_is_the_code_of_the_open_tab(tab):
+    app = open_tab(tab)
+    (source_key,) = [key for key in app.session_state.keys() if str(key).startswith("source:")]
+    assert not python_code(app)  # closed: nothing sent
+    app.session_state[source_key] = True
+    app.run()
+    assert_clean(app)
+    shown = [caption.value.strip("`") for caption in app.caption if caption.value.startswith("`")]
+    assert CODE_OF_EACH_TAB[tab] in shown
+    others = {name for other, name in CODE_OF_EACH_TAB.items() if other != tab}
+    assert not others & set(shown)
+    assert len(python_code(app)) == len(shown)
+    assert all(block.value.startswith(("def ", "class ", "@")) for block in python_code(app))  # from the margin
+
+
+def python_code(app) -> list:
+    return [block for block in app.code if block.language == "python"]
