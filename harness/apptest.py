@@ -149,6 +149,21 @@ def assert_clean(app: AppTest) -> None:
     assert not app.exception, [item.value for item in app.exception]
 
 
+def source_shown(app: AppTest) -> list[str]:
+    """Open the page's "code this page runs" expander (`widgets.show_source`, closed until then: nothing of it
+    is sent) and give the qualified names of what it shows, each checked to come with its code from the left
+    margin."""
+    (key,) = [key for key in app.session_state.keys() if str(key).startswith("source:")]
+    assert not [block for block in app.code if block.language == "python"], "code sent while its expander is closed"
+    app.session_state[key] = True
+    app.run()
+    assert_clean(app)
+    names = [caption.value.strip("`") for caption in app.caption if caption.value.startswith("`")]
+    code = [block.value for block in app.code if block.language == "python"]
+    assert len(code) == len(names) and all(block.startswith(("def ", "class ", "@")) for block in code)
+    return names
+
+
 def all_markdown(app: AppTest) -> str:
     """Everything the page passed to markdown-rendering elements (to prove user text never went there)."""
     parts = [element.value for element in app.markdown]

@@ -16,6 +16,7 @@ from harness.apptest import (
     open_expander,
     open_page,
     show_tab,
+    source_shown,
     table_with,
 )
 from lessons.causal import links
@@ -233,3 +234,19 @@ def test_a_link_made_before_the_worked_example_was_renamed_still_opens_it():
     assert_clean(app)
     assert app.session_state[links.TAB] == WORKED_EXAMPLE
     assert chart_keys(app) == ["cm_toy_steps"]
+
+
+# One function each tab runs, shown under it (and under no other tab).
+CODE_OF_EACH_TAB = {
+    WORKED_EXAMPLE: "lessons.causal.masking.mask_scores",
+    REAL_HEAD: "anatomy.attention.attention_scores",
+    THREE_MASKS: "lessons.causal.masking.padded",
+    TRAINED: "anatomy.generation.generation_loop",
+}
+
+
+@pytest.mark.parametrize("tab", links.TABS)
+def test_the_code_under_the_page_is_the_code_of_the_open_tab(tab):
+    shown = source_shown(open_tab(tab))
+    assert CODE_OF_EACH_TAB[tab] in shown
+    assert not {name for other, name in CODE_OF_EACH_TAB.items() if other != tab} & set(shown)

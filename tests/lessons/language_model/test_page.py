@@ -16,6 +16,7 @@ from harness.apptest import (
     literal_texts,
     numbers,
     open_page,
+    source_shown,
     table_with,
 )
 from lessons.common import attention_sinks, decoder_attention
@@ -370,19 +371,6 @@ CODE_OF_EACH_TAB = {
 
 @pytest.mark.parametrize("tab", links.TABS)
 def test_the_code_under_the_page_is_the_code_of_the_open_tab(tab):
-    app = open_tab(tab)
-    (source_key,) = [key for key in app.session_state.keys() if str(key).startswith("source:")]
-    assert not python_code(app)  # closed: nothing sent
-    app.session_state[source_key] = True
-    app.run()
-    assert_clean(app)
-    shown = [caption.value.strip("`") for caption in app.caption if caption.value.startswith("`")]
+    shown = source_shown(open_tab(tab))
     assert CODE_OF_EACH_TAB[tab] in shown
-    others = {name for other, name in CODE_OF_EACH_TAB.items() if other != tab}
-    assert not others & set(shown)
-    assert len(python_code(app)) == len(shown)
-    assert all(block.value.startswith(("def ", "class ", "@")) for block in python_code(app))  # from the margin
-
-
-def python_code(app) -> list:
-    return [block for block in app.code if block.language == "python"]
+    assert not {name for other, name in CODE_OF_EACH_TAB.items() if other != tab} & set(shown)
