@@ -34,7 +34,7 @@ widgets.show_source(
     loop.teacher_forced_loss,
     loop.learning_rate_factor,
     live.train_fresh,
-    live.scored,
+    live.with_held_out_accuracy,
     title=text.SOURCE_TITLE,
 )
 frame.previous_and_next("training")

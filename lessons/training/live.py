@@ -96,7 +96,7 @@ def train_fresh(
     return model, train(model, recipe.task, settings, on_step)
 
 
-def scored(
+def with_held_out_accuracy(
     recipe: Recipe, settings: TrainingSettings, init_seed: int, run: TrainingRun, device_label: str, model: nn.Module
 ) -> LiveRun:
     """A trained model with its held-out exact-match rate (it needs no turn: the next training may run)."""

@@ -141,7 +141,7 @@ def train_now(
     progress.empty()
     chart.empty()
     with st.spinner(text.scoring(live_training.HELD_OUT_WORDS)):
-        return live_training.scored(recipe, settings, choice.seed, run, label, model)
+        return live_training.with_held_out_accuracy(recipe, settings, choice.seed, run, label, model)
 
 
 def show_unfinished_or_invite() -> None:

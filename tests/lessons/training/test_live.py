@@ -81,7 +81,7 @@ def test_a_live_run_trains_a_fresh_model_scores_it_and_leaves_the_shipped_file_a
     model, run = live_training.train_fresh(
         SORTER, settings, 0, torch.device("cpu"), on_step=lambda step, loss: seen.append(step)
     )
-    result = live_training.scored(SORTER, settings, 0, run, "CPU", model)
+    result = live_training.with_held_out_accuracy(SORTER, settings, 0, run, "CPU", model)
     assert seen == list(range(20)) and result.run.steps == 20 and not result.stopped_early
     assert all(math.isfinite(loss) for loss in result.run.losses)
     assert result.run.losses[0] == pytest.approx(math.log(30), rel=0.05)  # a uniform guess over 30 tokens
@@ -95,7 +95,7 @@ def test_a_live_run_trains_a_fresh_model_scores_it_and_leaves_the_shipped_file_a
 def test_a_time_budget_stops_a_live_run_early_and_the_run_says_so():
     settings = live_settings(REVERSER, steps=1000, learning_rate=3e-3, seed=0, time_budget_s=0.0)
     model, run = live_training.train_fresh(REVERSER, settings, 0, torch.device("cpu"))
-    result = live_training.scored(REVERSER, settings, 0, run, "CPU", model)
+    result = live_training.with_held_out_accuracy(REVERSER, settings, 0, run, "CPU", model)
     assert result.run.steps == 1 and result.stopped_early
 
 
