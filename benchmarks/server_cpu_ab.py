@@ -121,8 +121,15 @@ def profile_shares(raw: Path) -> dict[str, float]:
     return {name: count / total for name, count in counts.most_common()}
 
 
+def py_spy_path() -> str | None:
+    """py-spy on the PATH or beside this Python, or None where it is not installed."""
+    beside = Path(sys.executable).parent / "py-spy"
+    return shutil.which("py-spy") or (str(beside) if beside.exists() else None)
+
+
 def start_profiles(server: Server, seconds: float, name: str) -> list[tuple[str, subprocess.Popen, Path]]:
-    py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    py_spy = py_spy_path()
+    assert py_spy is not None, "checked before any round runs"
     started = []
     for kind, options in (("busy threads", []), ("GIL holder", ["--gil"])):
         raw = ARTIFACTS / f"server-cpu-{name}-{'gil' if options else 'busy'}.txt"
@@ -172,6 +179,8 @@ def main() -> None:
         help="an environment variable of the working tree's server only (repeat for more)",
     )
     arguments = parser.parse_args()
+    if arguments.profile is not None and py_spy_path() is None:
+        parser.error("--profile samples the servers with py-spy, which is not installed here: pip install py-spy")
     threads = {"OMP_NUM_THREADS": str(arguments.tree_threads)} if arguments.tree_threads else {}
     extra = dict(setting.split("=", 1) for setting in arguments.tree_env)
     tree_environment = ENVIRONMENT | threads | extra
