@@ -178,7 +178,8 @@ def test_the_right_share_of_the_first_token_is_marked_right_on_the_page(chat):
 def test_the_sink_rate_is_held_back_then_marked_right_with_every_heads_first_token_importance(chat):
     app = open_exercise(PAGE, "sink-rate", text=PROVERB)
     assert_clean(app)
-    assert not app.tabs and chart_keys(app) == [] and "261" not in sent(app) and "96.7" not in sent(app)
+    # \b: the payload carries the elements' ids too, hexadecimal digests that may hold the digits "261"
+    assert not app.tabs and chart_keys(app) == [] and not re.search(r"\b261\b", sent(app)) and "96.7" not in sent(app)
     app = answer_exercise(app, 95)
     assert_clean(app)
     assert len(app.success) == 1 and app.success[0].value.startswith("Right: 97")
