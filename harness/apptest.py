@@ -155,8 +155,7 @@ def source_shown(app: AppTest) -> list[str]:
     margin."""
     (key,) = [key for key in app.session_state.keys() if str(key).startswith("source:")]
     assert not [block for block in app.code if block.language == "python"], "code sent while its expander is closed"
-    app.session_state[key] = True
-    app.run()
+    app = open_expander(app, key)
     assert_clean(app)
     names = [caption.value.strip("`") for caption in app.caption if caption.value.startswith("`")]
     code = [block.value for block in app.code if block.language == "python"]
