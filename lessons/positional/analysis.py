@@ -128,31 +128,21 @@ class EncodingProperties:
 
 
 def describe_encoding(encoding: Tensor) -> EncodingProperties:
-    """Largest value and nearest pair of rows of a (T, D) position table."""
-    rows = encoding.double()
+    """The paper's two wishes, measured on a (T, D) position table: how large its values get, and how close
+    its two nearest rows come (two equal rows would give two positions the same vector)."""
+    rows = encoding.double()  # float64: a near miss of 0.001 between two rows is not lost to rounding
     num_positions, width = rows.shape
     if num_positions < 2:
         return EncodingProperties(num_positions, width, _largest_magnitude(rows), math.inf, closest_pair=None)
-    # |a − b|² = |a|² + |b|² − 2 a·b takes one matrix product instead of T² subtractions, but cancellation
-    # costs it digits: it only shortlists pairs, whose distances are then recomputed from the rows.
-    squared_norms = (rows * rows).sum(dim=1)  # (T,)
-    squared_distances = squared_norms[:, None] + squared_norms[None, :] - 2 * rows @ rows.T  # (T, T)
-    # Each pair once (p < q); a row's distance to itself is not a collision.
-    squared_distances[torch.ones_like(squared_distances, dtype=torch.bool).tril()] = math.inf
-    smallest = squared_distances.min()
-    slack = TIE_TOLERANCE * smallest + 1e-9 * squared_norms.max()
-    shortlist = (squared_distances <= smallest + slack).nonzero()  # (N, 2) pairs, in reading order
-    distances = torch.cat(
-        [  # in slices, so a table of equal rows cannot exhaust memory
-            (rows[pairs[:, 0]] - rows[pairs[:, 1]]).norm(dim=1) for pairs in shortlist.split(4096)
-        ]
-    )  # (N,)
+    # |row p − row q| for every pair, from the differences themselves (torch's faster route through
+    # |a|² + |b|² − 2 a·b can round two equal rows to a small positive distance).
+    distances = torch.cdist(rows, rows, compute_mode="donot_use_mm_for_euclid_dist")  # (T, T)
+    distances[torch.ones_like(distances, dtype=torch.bool).tril()] = math.inf  # each pair once, p < q
+    closest = float(distances.min())
     # Ties go to the earliest pair: in a sinusoidal table every pair of neighbours is equally close, and
     # (0, 1) says so better than whichever pair rounding happened to favour.
-    tied = distances <= distances.min() * (1 + TIE_TOLERANCE)
-    first, second = shortlist[tied][0].tolist()
-    distance = float(distances.min())
-    return EncodingProperties(num_positions, width, _largest_magnitude(rows), distance, closest_pair=(first, second))
+    first, second = (distances <= closest * (1 + TIE_TOLERANCE)).nonzero()[0].tolist()
+    return EncodingProperties(num_positions, width, _largest_magnitude(rows), closest, closest_pair=(first, second))
 
 
 def _largest_magnitude(rows: Tensor) -> float:
