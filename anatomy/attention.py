@@ -17,8 +17,8 @@ This file holds the mechanism around them twice, on purpose:
   Transformers, ch. 3, builds it this way): each head owns its three projections, the heads run one after
   another in a loop, and their outputs are concatenated. Read these first. No model runs them.
 * `MultiHeadAttention` computes all heads with one matrix multiply per projection and a reshape, as torch's
-  `nn.MultiheadAttention` and every real model do. It is what the models here run. A test proves that both
-  forms give the same numbers from the same weights.
+  `nn.MultiheadAttention` and every real model do. It is what the models here run. Both forms give the same
+  numbers from the same weights (tests/anatomy/test_attention.py, `test_loop_of_heads_equals_batched_attention`).
 
 `MultiHeadAttention` also carries the two switches of modern LLMs (Llama, SmolLM2): grouped-query attention,
 where groups of query heads share one key head and one value head, and rotary positions, which turn every
@@ -159,7 +159,8 @@ def fused_attention(
 
     Told that a mask is only causal (is_causal), the kernel skips the key blocks after each query's block instead
     of reading a mask; told that heads are shared (enable_gqa), it reads each key/value head without copying it.
-    Both give the same numbers, bit for bit, as the explicit mask and the copies (tests prove it).
+    Both give the same numbers, bit for bit, as the explicit mask and the copies (tests/anatomy/test_attention.py
+    holds them equal).
     """
     num_queries, num_keys = query.size(-2), key.size(-2)
     only_causal = causal and mask is None and num_queries == num_keys  # torch's causal mask starts top left
@@ -199,7 +200,7 @@ def attention_one_head_at_a_time(
     A traced forward runs this, and so does an edited one, whose `reweight` changes each head's (B, 1, T, S)
     weights before they read the values. Only one head's (T, S) weights exist at once: for SmolLM2's 9 heads at
     8,192 tokens, 270 MB instead of 2.4 GB. Each head's weights are those `attention_weights` gives for all
-    heads together, which is what a trace derives (a test proves it).
+    heads together, which is what a trace derives (tests/anatomy/test_attention.py holds them equal).
     """
     group = query.size(1) // key.size(1)  # query heads per key/value head
     outputs = []

@@ -15,8 +15,8 @@ file is a (49152, 576) matrix in torch order. Quantized types store blocks of 32
 * Q4_1 (20 bytes): d, a float16 minimum m, and 16 bytes of codes; value = d·q + m.
 
 In the 4-bit types byte j of a block holds value j in its low nibble and value j + 16 in its high one. The
-dequantizers below follow the `gguf` package's operation order, so their results equal its bit for bit (a
-test proves it); this module reads the bytes itself, with `struct` and torch, and needs nothing else.
+dequantizers below follow the `gguf` package's operation order, so their results equal its bit for bit
+(tests/anatomy/test_gguf.py); this module reads the bytes itself, with `struct` and torch, and needs nothing else.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ interface the lessons call: `tokenizer(text, pair, return_offsets_mapping=True, 
 `convert_ids_to_tokens`, and the special tokens by name (`cls_token`, `pad_token_id` ...).
 
 transformers' fast tokenizers wrap this very object (the Rust tokenizer a `tokenizer.json` describes), so the ids,
-offsets and masks are the same; the tests prove it string for string. Reading it directly spares the server
+offsets and masks are the same, string for string. Reading it directly spares the server
 transformers itself: importing it and building its tokenizer classes costs about 30 MB of memory, for
 nothing the lessons need (tests/anatomy/test_tokenizer_parity.py compares the two).
 

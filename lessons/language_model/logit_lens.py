@@ -48,7 +48,8 @@ def logit_lens(
         positions = range(max(0, len(ids) - POSITIONS), len(ids))
     read = list(positions)
     # Only the last position's logits from the model itself: the final distribution at the positions read is the
-    # lens at the last depth, the very computation of the model's head (a test holds them equal).
+    # lens at the last depth, the very computation of the model's head (tests/lessons/language_model/
+    # test_logit_lens.py holds them equal).
     states = model(as_batch(ids, model), last_logits_only=True).hidden_states
     lenses = [read_as_the_head_does(model, state[0, read]) for state in states]  # (P, V) each
     final = lenses[-1]
