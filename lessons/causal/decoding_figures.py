@@ -15,7 +15,7 @@ import numpy.typing as npt
 import plotly.graph_objects as go
 
 from lessons.common.cell_numbers import CELL_FONT
-from lessons.common.matrix_figures import finish_panels, panel_grid, token_axes, token_names
+from lessons.common.matrix_figures import finish_panels, panel_axes, panel_grid, token_axes, token_names
 from lessons.common.plots import ATTENTION_SCALE, compact, safe_label, style
 
 EDGE_COLOUR = "#E4572E"  # the diagonal's edge: right of it is the future
@@ -31,10 +31,6 @@ def future_edge(num_tokens: int) -> str:
         corners += [(query + 0.5, query + 0.5), (query + 1.5, query + 0.5)]
     corners.append((num_tokens - 0.5, num_tokens - 0.5))
     return "M " + " L ".join(f"{x},{y}" for x, y in corners)
-
-
-def _axis_suffix(index: int) -> str:
-    return "" if index == 1 else str(index)
 
 
 def layer_head_grid(
@@ -67,19 +63,18 @@ def layer_head_grid(
                         f"layer {layer}, head {head}<br>query %{{y}}<br>key %{{x}}<br>"
                         "weight = %{z:.4f}<extra></extra>"
                     ),
-                ),
-                row=layer + 1,
-                col=head + 1,
+                    **panel_axes(layer * heads + head),
+                )
             )
     token_axes(figure, names)
     if show_edge:
-        for panel in range(1, layers * heads + 1):
-            suffix = _axis_suffix(panel)
+        for panel in range(layers * heads):
+            axes = panel_axes(panel)
             figure.add_shape(
                 type="path",
                 path=future_edge(num_tokens),
-                xref=f"x{suffix}",
-                yref=f"y{suffix}",
+                xref=axes["xaxis"],
+                yref=axes["yaxis"],
                 line=dict(color=EDGE_COLOUR, width=1.5),
             )
     figure.update_layout(coloraxis=dict(colorscale=ATTENTION_SCALE, cmin=0.0, cmax=1.0, colorbar=dict(title="weight")))

@@ -29,6 +29,7 @@ from lessons.common.matrix_figures import (
     finish_panels,
     finish_token_axes,
     mask_trace,
+    panel_axes,
     panel_grid,
     token_axes,
     token_names,
@@ -129,12 +130,13 @@ def steps_figure(
     else:  # a third of the width: room for short lines only
         titles = ["1 · the<br>mask", "2 · scores<br>QKᵀ/√d<sub>k</sub>", "3 · scores<br>+ mask"]
     figure, height = panel_grid(titles, columns, len(names))
-    figure.add_trace(mask_trace(mask, names, show_glyphs), row=1, col=1)
-    for (row, column), matrix in zip(((1, 2), (2, 1) if columns == 2 else (1, 3)), (scores, masked_scores)):
-        figure.add_traces(_score_traces(matrix, names, show, "coloraxis", show_glyphs), rows=row, cols=column)
+    figure.add_trace(mask_trace(mask, names, show_glyphs).update(panel_axes(0)))
+    for panel, matrix in zip((1, 2), (scores, masked_scores)):  # in reading order, whatever the grid
+        traces = _score_traces(matrix, names, show, "coloraxis", show_glyphs)
+        figure.add_traces([trace.update(panel_axes(panel)) for trace in traces])
     layout = dict(coloraxis=_score_scale(scores, masked_scores, show_scale=not show))
     if weights is not None:
-        figure.add_trace(weights_trace(weights, names, show, "coloraxis2"), row=2, col=2)
+        figure.add_trace(weights_trace(weights, names, show, "coloraxis2").update(panel_axes(3)))
         layout["coloraxis2"] = weight_scale(show_scale=False)  # the score scale's bar sits there
     figure.update_layout(**layout)
     token_axes(figure, names)
@@ -163,10 +165,10 @@ def compare_figure(panels: Sequence[Panel], title: str = "", show_values: bool |
     needed = width_for_numbers(sum(widths), widest_number(*values))
     show = numbers_fit(needed, show_values)
     rows: list[str] = []
-    for column, (panel, matrix) in enumerate(zip(panels, values), start=1):
+    for column, (panel, matrix) in enumerate(zip(panels, values)):
         names = token_names(panel.labels, panel.positions)
         rows += [name for name in names if name not in rows]
-        figure.add_trace(weights_trace(matrix, names, show, "coloraxis"), row=1, col=column)
+        figure.add_trace(weights_trace(matrix, names, show, "coloraxis").update(panel_axes(column)))
     token_axes(figure, rows)
     figure.update_yaxes(categoryorder="array", categoryarray=rows)
     figure.update_layout(coloraxis=weight_scale())

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from lessons.common.cell_numbers import CELL_FONT, numbers_fit, record_numbers, widest_number, width_for_numbers
 from lessons.common.labels import token_labels
@@ -148,32 +147,74 @@ def panelmatrix_height(rows: int, columns: int) -> int:
     return int(min(max(30 * rows, 560 / columns), 700 / columns))
 
 
+def axis_suffix(panel: int) -> str:
+    """Plotly names the first panel's axes "x" and "y" and the next ones "x2", "y2", …: `panel` counted from 0."""
+    return "" if panel == 0 else str(panel + 1)
+
+
+def panel_axes(panel: int) -> dict[str, str]:
+    """The axes of panel `panel` of a `panel_grid` (counted from 0, row by row from the top left), for a trace."""
+    suffix = axis_suffix(panel)
+    return dict(xaxis=f"x{suffix}", yaxis=f"y{suffix}")
+
+
 def panel_grid(
     titles: Sequence[str], columns: int, rows_per_panel: int, column_widths: Sequence[float] | None = None
 ) -> tuple[go.Figure, int]:
     """Panels over the same queries, `columns` to a row, and the figure's height (px). The query labels are
     drawn once per row of panels, at the left; on a grid of several rows, whose panels also share their keys,
-    the key labels once per column, on top. Each panel's title goes underneath it (the keys are on top)."""
+    the key labels once per column, on top. Each panel's title goes underneath it (the keys are on top).
+    A trace goes into a panel by its axes (`panel_axes`).
+
+    The grid is the one plotly's `make_subplots` lays out (shared axes, spacing, column widths, its arithmetic
+    to the last digit: tests/lessons/common/test_matrix_figures.py holds them equal), written as one layout:
+    make_subplots took 46 ms for a grid of 12 panels, this 6 ms, and a page pays it for every new text."""
     rows = -(-len(titles) // columns)
     plots = rows * panelmatrix_height(rows_per_panel, columns) + (rows - 1) * TITLE_GAP_PX
-    figure = make_subplots(
-        rows=rows,
-        cols=columns,
-        subplot_titles=list(titles),
-        shared_yaxes=True,
-        shared_xaxes=rows > 1,
-        horizontal_spacing=PANEL_GAP_TURNED if turned_labels(rows_per_panel) else PANEL_GAP,
-        vertical_spacing=TITLE_GAP_PX / plots if rows > 1 else 0.0,
-        column_widths=list(column_widths) if column_widths else None,
-    )
-    if rows > 1:
-        figure.update_xaxes(showticklabels=False)
-        figure.update_xaxes(showticklabels=True, row=1)
-    for index, annotation in enumerate(figure.layout.annotations):
-        panel = figure.get_subplot(index // columns + 1, index % columns + 1)
-        annotation.update(y=panel.yaxis.domain[0], yanchor="top", yshift=-4)
+    across = PANEL_GAP_TURNED if turned_labels(rows_per_panel) else PANEL_GAP  # between columns, of the width
+    down = TITLE_GAP_PX / plots if rows > 1 else 0.0  # between rows, of the height
+    if column_widths:
+        widths = [(1.0 - across * (columns - 1)) * (width / float(sum(column_widths))) for width in column_widths]
+    else:
+        widths = [(1.0 - across * (columns - 1)) / columns] * columns
+    height = (1.0 - down * (rows - 1)) / rows
+    layout: dict[str, object] = {}
+    domains: list[tuple[list[float], list[float]]] = []  # (x, y) of each panel, in reading order
+    for panel in range(rows * columns):  # every cell of the grid gets its axes, as make_subplots gives them
+        row, column = divmod(panel, columns)  # row 0 at the top
+        left = sum(widths[:column]) + column * across
+        below = rows - 1 - row  # rows of panels under this one
+        bottom = sum([height] * below) + below * down  # summed as plotly sums it, to the same last digit
+        top = min(bottom + height, 1.0)
+        suffix = axis_suffix(panel)
+        domains.append(([left, left + widths[column]], [max(bottom, 0.0), top]))
+        x_axis: dict[str, object] = dict(anchor=f"y{suffix}", domain=domains[-1][0])
+        y_axis: dict[str, object] = dict(anchor=f"x{suffix}", domain=domains[-1][1])
+        if column > 0:  # the queries: one axis per row of panels, labelled at the left
+            y_axis.update(matches=f"y{axis_suffix(row * columns)}", showticklabels=False)
+        if rows > 1:  # the keys: one axis per column of panels, labelled on top
+            x_axis["showticklabels"] = row == 0
+            if row < rows - 1:
+                x_axis["matches"] = f"x{axis_suffix((rows - 1) * columns + column)}"
+        layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"] = x_axis, y_axis
+    layout["annotations"] = [
+        dict(
+            text=title,
+            font=dict(size=16),
+            showarrow=False,
+            x=sum(domains[panel][0]) / 2.0,
+            xanchor="center",
+            xref="paper",
+            y=domains[panel][1][0],  # the panel's foot
+            yanchor="top",
+            yref="paper",
+            yshift=-4,
+        )
+        for panel, title in enumerate(titles)
+        if title
+    ]
     # Above: the key labels (up to ~90 px upright) and the figure's title; below: the last panels' titles.
-    return figure, plots + 150
+    return go.Figure(layout=layout), plots + 150
 
 
 def finish_panels(

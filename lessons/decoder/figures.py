@@ -30,6 +30,7 @@ from lessons.common.matrix_figures import (
     MASK_COLOURS,
     MINUS_INFINITY,
     finish_panels,
+    panel_axes,
     panel_grid,
     token_axes,
     token_names,
@@ -92,6 +93,7 @@ def heads_figure(
     show_text = numbers_fit(needed, None)
     figure, height = panel_grid([f"head {head}" for head in range(num_heads)], num_heads, num_rows)
     for head in range(num_heads):
+        axes = panel_axes(head)
         figure.add_trace(
             go.Heatmap(
                 z=values[head],
@@ -106,9 +108,8 @@ def heads_figure(
                 hovertemplate=(
                     f"head {head}<br>{row_title} %{{y}}<br>{column_title} %{{x}}<br>weight = %{{z:.4f}}<extra></extra>"
                 ),
-            ),
-            row=1,
-            col=head + 1,
+                **axes,
+            )
         )
         if marks is not None:
             chosen = as_array(marks)[head].astype(int)
@@ -121,9 +122,8 @@ def heads_figure(
                     showlegend=head == 0,
                     hoverinfo="skip",
                     marker=dict(symbol="square-open", size=18, color=MARK_COLOUR, line=dict(width=3)),
-                ),
-                row=1,
-                col=head + 1,
+                    **axes,
+                )
             )
         if framed_row is not None:  # a category axis puts category i at coordinate i
             figure.add_shape(
@@ -133,13 +133,12 @@ def heads_figure(
                 y0=framed_row - 0.5,
                 y1=framed_row + 0.5,
                 line=dict(color=MARK_COLOUR, width=2, dash="dot"),
-                row=1,
-                col=head + 1,
+                xref=axes["xaxis"],
+                yref=axes["yaxis"],
             )
     token_axes(figure, columns)
     figure.update_layout(coloraxis=dict(colorscale=ATTENTION_SCALE, cmin=0.0, cmax=1.0, colorbar=dict(title="weight")))
-    figure.update_xaxes(title=column_title, row=1, col=1)
-    figure.update_yaxes(title=row_title, row=1, col=1)
+    figure.update_layout(xaxis_title=column_title, yaxis_title=row_title)  # the first panel's axes
     if marks is not None:  # the legend under the panels' titles, above the colour bar
         height += LEGEND_ROW_PX
         figure.update_layout(

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from lessons.common.matrix_figures import token_names
+from lessons.common.matrix_figures import axis_suffix, token_names
 from lessons.common.plots import (
     ATTENTION_SCALE,
     DIVERGING_SCALE,
@@ -86,7 +86,7 @@ def map_panels(
     layout = _panel_axes(rows, columns, titles, gap=0.025, title_gap=26 / panel_height)
     data = []
     for panel, (panel_values, panel_names) in enumerate(zip(values, names)):
-        suffix = _axis_suffix(panel)
+        suffix = axis_suffix(panel)
         column = panel % columns
         lowest_in_column = panel + columns >= len(values)
         data.append(
@@ -119,7 +119,7 @@ def map_panels(
             automargin=True,
         )
     if marked is not None:
-        layout["shapes"] = [_frame(f"x{_axis_suffix(marked)} domain", f"y{_axis_suffix(marked)} domain")]
+        layout["shapes"] = [_frame(f"x{axis_suffix(marked)} domain", f"y{axis_suffix(marked)} domain")]
     largest = max(float(panel.max()) for panel in values)
     layout["coloraxis"] = dict(
         colorscale=ATTENTION_SCALE,
@@ -152,11 +152,6 @@ def colour_bar_below(title: str) -> dict:
     )
 
 
-def _axis_suffix(panel: int) -> str:
-    """Plotly names the first axes "x"/"y" and the next ones "x2", "y2", …"""
-    return "" if panel == 0 else str(panel + 1)
-
-
 def _panel_axes(rows: int, columns: int, titles: Sequence[str], gap: float, title_gap: float | None = None) -> dict:
     """Layout axes for a rows × columns grid of panels (row 0 at the top), each titled above, `gap` apart;
     with `title_gap`, rows are only that share of their height apart, room for the titles alone."""
@@ -169,7 +164,7 @@ def _panel_axes(rows: int, columns: int, titles: Sequence[str], gap: float, titl
             bottom, top = 1 - (row + 1) / rows + gap, 1 - row / rows - gap / 2
         else:  # rows stand close: only the lowest row has labels under it
             bottom, top = 1 - (row + 1) / rows, 1 - (row + title_gap) / rows
-        suffix = _axis_suffix(panel)
+        suffix = axis_suffix(panel)
         layout[f"xaxis{suffix}"] = dict(domain=[left, right], anchor=f"y{suffix}")
         layout[f"yaxis{suffix}"] = dict(domain=[bottom, top], anchor=f"x{suffix}")
         annotations.append(
@@ -286,7 +281,7 @@ def focus_rows(
     layout = _panel_axes(1, len(rows), [safe_label(text) for text in titles], gap=0.08)
     data = []
     for panel, (row, tokens) in enumerate(zip(rows, token_lists)):
-        suffix = _axis_suffix(panel)
+        suffix = axis_suffix(panel)
         data.append(
             dict(
                 type="bar",

@@ -7,6 +7,7 @@ import pytest
 
 from lessons.common.cell_numbers import CELL_FONT_SIZE, DESKTOP_CHART, NUMBERS_FROM_PX
 from lessons.common.labels import token_labels
+from lessons.common.matrix_figures import axis_suffix
 from lessons.multihead import figures as viz
 
 HOSTILE_TOKEN = "<b>x</b>"
@@ -180,7 +181,7 @@ def test_similarity_figures_label_each_depth():
 
 def shown_tick_labels(figure, axis: str) -> list[bool]:
     """Whether each panel's x or y axis shows its tick labels, panel by panel."""
-    return [bool(figure.layout[f"{axis}axis{viz._axis_suffix(panel)}"].showticklabels) for panel in range(12)]
+    return [bool(figure.layout[f"{axis}axis{axis_suffix(panel)}"].showticklabels) for panel in range(12)]
 
 
 def test_a_grid_of_heads_labels_rows_on_its_first_column_and_columns_under_its_lowest_row():
