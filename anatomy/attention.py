@@ -191,16 +191,49 @@ def fused_kernel_reads_shared_heads(device: torch.device) -> bool:
     return device.type != "cuda"
 
 
+# Up to this size (every head's (T, S) map together, in bytes) a traced or edited forward weighs all its heads
+# in one product: a short text's many small per-head calls cost more than the arithmetic (a traced MiniLM run
+# of 8 tokens took 16 ms of CPU against 23 ms head by head, on two threads; 29 tokens 23 against 31). Beyond it
+# one head at a time, which keeps a single head's map alive (at 8,192 tokens SmolLM2's nine maps are 2.4 GB)
+# and is also the faster way from about 250 MiniLM tokens on (482 tokens: 210 ms against 296 ms).
+ALL_HEADS_AT_ONCE_BYTES = 2 * 2**20
+
+
+def attention_written_out(
+    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, reweight: Callable[[Tensor], Tensor] | None = None
+) -> Tensor:
+    """softmax(QKᵀ / √d_k + M) · V with its weights made explicit, for (B, H, T, d_k) queries and (B, H_kv, S, d_k)
+    keys and values (H_kv dividing H): (B, H, T, d_k) head outputs. What a traced forward runs, and an edited
+    one, whose `reweight` changes each head's (B, 1, T, S) weights before they read the values.
+
+    Small maps are weighed for all heads at once (`scaled_dot_product_attention`), large ones one head at a time
+    (`attention_one_head_at_a_time`): see ALL_HEADS_AT_ONCE_BYTES. The weights are the same numbers either way,
+    bit for bit (a head's map alone is its slice of all of them); the products with the values are two different
+    computations, which some CPUs round apart in the last bit, so a trace and an edit of the same call always
+    take the same way, chosen here by size alone.
+    """
+    batch, heads, queries, _ = query.shape
+    if batch * heads * queries * key.size(-2) * query.element_size() > ALL_HEADS_AT_ONCE_BYTES:
+        return attention_one_head_at_a_time(query, key, value, mask, reweight)
+    if reweight is None:
+        head_outputs, _ = scaled_dot_product_attention(query, key, value, mask)
+        return head_outputs
+    key, value = per_query_head(key, heads), per_query_head(value, heads)  # (B, H, S, d_k)
+    weights = attention_weights(query, key, mask)  # (B, H, T, S)
+    reweighted = torch.cat([reweight(head_weights) for head_weights in weights.split(1, dim=1)], dim=1)
+    return reweighted @ value
+
+
 def attention_one_head_at_a_time(
     query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, reweight: Callable[[Tensor], Tensor] | None = None
 ) -> Tensor:
     """softmax(QKᵀ / √d_k + M) · V written out, as `scaled_dot_product_attention` does, for (B, H, T, d_k) queries
     and (B, H_kv, S, d_k) keys and values (H_kv dividing H), one head at a time: (B, H, T, d_k) head outputs.
 
-    A traced forward runs this, and so does an edited one, whose `reweight` changes each head's (B, 1, T, S)
-    weights before they read the values. Only one head's (T, S) weights exist at once: for SmolLM2's 9 heads at
-    8,192 tokens, 270 MB instead of 2.4 GB. Each head's weights are those `attention_weights` gives for all
-    heads together, which is what a trace derives (tests/anatomy/test_attention.py holds them equal).
+    `attention_written_out` runs this for long texts, with `reweight` changing each head's (B, 1, T, S) weights
+    before they read the values. Only one head's (T, S) weights exist at once: for SmolLM2's 9 heads at 8,192
+    tokens, 270 MB instead of 2.4 GB. Each head's weights are those `attention_weights` gives for all heads
+    together, which is what a trace derives (tests/anatomy/test_attention.py holds them equal).
     """
     group = query.size(1) // key.size(1)  # query heads per key/value head
     outputs = []
@@ -362,7 +395,7 @@ class AttentionTrace:
 
     def head_weights(self, head: int) -> Tensor:
         """(B, T, S) the weights of one query head, derived alone: the traced forward's own numbers for that
-        head (it weighs one head at a time), at a ninth of `weights`' memory for SmolLM2."""
+        head (its slice of every head's weights, bit for bit), at a ninth of `weights`' memory for SmolLM2."""
         return one_head_weights(self.query, self.shared_key, self.mask, head)[:, 0]
 
 
@@ -382,9 +415,9 @@ class AttentionEdit:
 
     def attend(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None) -> Tensor:
         """(B, H, T, d_head) the heads' outputs with the change made, from (B, H, T, d_head) queries and
-        (B, H_kv, S, d_head) keys and values: the traced forward's own loop over the heads, each head's weights
-        reweighted before they read the values."""
-        head_outputs = attention_one_head_at_a_time(query, key, value, mask, self.reweight)
+        (B, H_kv, S, d_head) keys and values: the traced forward's own arithmetic (`attention_written_out`), each
+        head's weights reweighted before they read the values."""
+        head_outputs = attention_written_out(query, key, value, mask, self.reweight)
         if self.heads_off:
             head_outputs[:, list(self.heads_off)] = 0.0
         return head_outputs
@@ -459,11 +492,11 @@ class MultiHeadAttention(nn.Module):
         if edit is None and not trace:  # torch's fused kernel: no weights to show
             head_outputs, _ = scaled_dot_product_attention(query, key, value, mask, need_weights=False, causal=causal)
             return self.output(merge_heads(head_outputs)), None  # (B, T, D) the heads side by side, through W_O
-        # Edited or traced: softmax(QKᵀ/√d_k + M)·V written out, one head at a time.
+        # Edited or traced: softmax(QKᵀ/√d_k + M)·V written out, its weights made (all heads at once, or one by one).
         allowed = with_causal_mask(mask, query.size(-2), key.size(-2), query.device) if causal else mask
         if edit is not None:  # an experiment, for this call only: weights changed or heads silenced
             return self.output(merge_heads(edit.attend(query, key, value, allowed))), None
-        head_outputs = attention_one_head_at_a_time(query, key, value, allowed)  # (B, H, T, d_head)
+        head_outputs = attention_written_out(query, key, value, allowed)  # (B, H, T, d_head)
         output = self.output(merge_heads(head_outputs))  # (B, T, D)
         # The weights are not kept: the trace recomputes them from Q and K, bit for bit (see AttentionTrace).
         # Q and K are recorded as compared: rotated, K and V once per key/value head.

@@ -19,6 +19,7 @@ from anatomy.attention import (
     attention_one_head_at_a_time,
     attention_scores,
     attention_weights,
+    attention_written_out,
     masked_softmax,
     merge_heads,
     scaled_dot_product_attention,
@@ -223,10 +224,12 @@ def test_the_forward_and_its_trace_give_attention_weights_output_bit_for_bit(hid
     _, trace = grouped(hidden, mask=mask, trace=True)
     weights = attention_weights(trace.query, trace.key, mask)  # (B, H, T, S)
     assert torch.equal(trace.weights, weights)
-    # What the forward itself computed with them, one head at a time (every head's products in one batch may
-    # round a last bit differently: seen on an AVX-512 CPU).
-    assert torch.equal(trace.head_outputs, attention_one_head_at_a_time(trace.query, trace.key, trace.value, mask))
-    assert torch.allclose(trace.head_outputs, weights @ trace.value, rtol=0, atol=1e-6)
+    # What the forward itself computed with them: for 7 tokens, every head's products in one batch. Multiplied
+    # one head at a time (as a long text is) they may round a last bit differently: seen on an AVX-512 CPU.
+    assert torch.equal(trace.head_outputs, weights @ trace.value)
+    assert torch.equal(trace.head_outputs, attention_written_out(trace.query, trace.key, trace.value, mask))
+    one_by_one = attention_one_head_at_a_time(trace.query, trace.key, trace.value, mask)
+    assert torch.allclose(trace.head_outputs, one_by_one, rtol=0, atol=1e-6)
     assert torch.equal(trace.masked_scores, apply_mask(attention_scores(trace.query, trace.key), mask))
     assert torch.equal(trace.scaled_scores, attention_scores(trace.query, trace.key))
 
@@ -388,6 +391,50 @@ def test_a_traced_forward_weighs_one_head_at_a_time_and_its_trace_derives_those_
     assert torch.equal(
         trace.head_outputs, torch.cat([w @ v for w, v in zip(forward_weights, trace.value.split(1, 1))], 1)
     )
+
+
+def test_a_short_texts_traced_forward_weighs_every_head_in_one_call_and_keeps_those_products(monkeypatch):
+    """SmolLM2's shape of attention on 40 tokens: 9 maps of 40 × 40 together are 57.6 kB, far below the size
+    where one head at a time pays (`ALL_HEADS_AT_ONCE_BYTES`)."""
+    torch.manual_seed(0)
+    grouped = MultiHeadAttention(576, 9, num_kv_heads=3, bias=False).eval()
+    forward_weights: list[torch.Tensor] = []
+    one_weighing = anatomy.attention.attention_weights
+
+    def recording(query, key, mask=None):
+        forward_weights.append(one_weighing(query, key, mask))
+        return forward_weights[-1]
+
+    monkeypatch.setattr(anatomy.attention, "attention_weights", recording)
+    hidden = torch.randn(1, 40, 576, generator=torch.Generator().manual_seed(1))
+    _, trace = grouped(hidden, causal=True, trace=True)
+    assert [weights.shape for weights in forward_weights] == [(1, 9, 40, 40)]  # every head's map in one call
+    monkeypatch.undo()
+    assert torch.equal(trace.weights, forward_weights[0])
+    assert torch.equal(trace.head_outputs, forward_weights[0] @ trace.value)
+
+
+@pytest.mark.parametrize(("limit", "calls"), [(2 * 3 * 5 * 5, 1), (2 * 3 * 5 * 5 - 1, 3)])
+def test_every_heads_maps_are_weighed_together_up_to_the_size_limit_and_one_head_at_a_time_beyond(
+    monkeypatch, limit, calls
+):
+    """2 texts, 3 heads, 5 queries, 5 keys: 150 float32 weights, 600 bytes."""
+    generator = torch.Generator().manual_seed(3)
+    query, key, value = (torch.randn(2, 3, 5, 4, generator=generator) for _ in range(3))
+    weighings: list[torch.Size] = []
+    one_weighing = anatomy.attention.attention_weights
+
+    def recording(query, key, mask=None):
+        weighings.append(query.shape)
+        return one_weighing(query, key, mask)
+
+    monkeypatch.setattr(anatomy.attention, "ALL_HEADS_AT_ONCE_BYTES", limit * 4)
+    monkeypatch.setattr(anatomy.attention, "attention_weights", recording)
+    head_outputs = attention_written_out(query, key, value, causal_mask(5))
+    assert len(weighings) == calls
+    assert head_outputs.shape == (2, 3, 5, 4)
+    expected, _ = scaled_dot_product_attention(query, key, value, causal_mask(5))
+    assert torch.allclose(head_outputs, expected, rtol=0, atol=1e-6)
 
 
 def test_one_head_derived_alone_is_that_heads_slice_of_every_heads_weights_bit_for_bit():

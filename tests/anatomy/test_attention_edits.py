@@ -8,6 +8,7 @@ import copy
 import pytest
 import torch
 
+import anatomy.attention
 from anatomy.attention import AttentionEdit, MultiHeadAttention
 from anatomy.config import DecoderConfig
 from anatomy.models import DecoderOnlyLM
@@ -46,14 +47,21 @@ def test_an_edit_that_changes_nothing_gives_the_models_own_logits():
     torch.testing.assert_close(edited, plain, rtol=1e-5, atol=1e-5)
 
 
-def test_an_edit_that_changes_nothing_runs_the_traced_forwards_loop_and_gives_its_logits_bit_for_bit():
+@pytest.mark.parametrize("heads_together_up_to", [anatomy.attention.ALL_HEADS_AT_ONCE_BYTES, 0], ids=["short", "long"])
+def test_an_edit_that_changes_nothing_runs_the_traced_forwards_arithmetic_and_gives_its_logits_bit_for_bit(
+    monkeypatch, heads_together_up_to
+):
+    """A short text's heads are weighed together, a long one's one at a time (set here by the size limit)."""
+    monkeypatch.setattr(anatomy.attention, "ALL_HEADS_AT_ONCE_BYTES", heads_together_up_to)
     model, ids = tiny_model(), some_ids()
-    traced = model(ids, trace=True).logits  # the traced forward weighs one head at a time, as an edit does
+    traced = model(ids, trace=True).logits  # an edit takes the same way as the traced forward
     edited = model(ids, attention_edits={layer: AttentionEdit(reweight=lambda weights: weights) for layer in range(3)})
     assert torch.equal(edited.logits, traced)
 
 
-def test_a_reweighting_sees_one_heads_weights_at_a_time_each_head_once():
+@pytest.mark.parametrize("heads_together_up_to", [anatomy.attention.ALL_HEADS_AT_ONCE_BYTES, 0], ids=["short", "long"])
+def test_a_reweighting_sees_one_heads_weights_at_a_time_each_head_once(monkeypatch, heads_together_up_to):
+    monkeypatch.setattr(anatomy.attention, "ALL_HEADS_AT_ONCE_BYTES", heads_together_up_to)
     model, ids = tiny_model(), some_ids()
     seen = []
 

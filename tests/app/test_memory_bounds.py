@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from anatomy.attention import attention_one_head_at_a_time, scaled_dot_product_attention
+from anatomy.attention import attention_written_out, scaled_dot_product_attention
 from anatomy.config import DecoderConfig, EncoderConfig
 from anatomy.models import DecoderOnlyLM, Encoder
 from lessons.common import memory, pooling
@@ -35,18 +35,19 @@ def every_tensor(value):
 
 def assert_trace_recomputes_the_forward(trace):
     """What the trace keeps (queries, keys, values, mask) gives again what the traced forward computed, bit for
-    bit: its weights, and its head outputs multiplied out one head at a time, as the forward does. Every head's
-    products taken in one batch agree with those to a bit or two only (seen on an AVX-512 CPU: 1.2e-7 apart)."""
+    bit: its weights, and its head outputs multiplied out as the forward does (`attention_written_out`: every head
+    at once for a short text, one at a time for a long one). The two ways agree to a bit or two only (seen on an
+    AVX-512 CPU: 1.2e-7 apart)."""
     for layer in trace.layers:
         attention = layer.attention
         every_head_at_once, weights = scaled_dot_product_attention(
             attention.query, attention.key, attention.value, attention.mask
         )
         assert torch.equal(attention.weights, weights)
-        one_head_at_a_time = attention_one_head_at_a_time(
-            attention.query, attention.key, attention.value, attention.mask
+        as_the_forward_did = attention_written_out(
+            attention.query, attention.shared_key, attention.shared_value, attention.mask
         )
-        assert torch.equal(attention.head_outputs, one_head_at_a_time)
+        assert torch.equal(attention.head_outputs, as_the_forward_did)
         assert torch.allclose(attention.head_outputs, every_head_at_once, rtol=0, atol=1e-6)
 
 
