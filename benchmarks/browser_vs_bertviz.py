@@ -7,9 +7,11 @@ once it is opened).
     python benchmarks/browser_vs_bertviz.py [--repeats 3] [--lengths 32,128,256,512] [--json out.json]
 
 The app is measured twice on each text: directly, and through the lecture hall's nginx (harness/hall.py's
-rendering of deploy/nginx/anatomy.conf.template, with this one server as its replica), which compresses
-with gzip and brotli. BertViz's pages and libraries are served by nginx with the very same compression
-directives (harness.hall.static_site_config), so that both sides' bytes are counted compressed. The
+rendering of deploy/nginx/anatomy.conf.template, with this one server as its replica), which sends
+Streamlit's files as compressed ahead of time (gzip 9, brotli 11) and compresses the rest with gzip and brotli
+on the fly. BertViz's pages and libraries are served by nginx with the very same compression directives
+(harness.hall.static_site_config), its libraries compressed ahead of time as Streamlit's are, so that both
+sides' bytes are counted compressed alike. The
 floors below are measured both ways too. Each row notes the Accept-Encoding Chromium sent and the bytes
 that came back in each Content-Encoding. nginx is Debian's, as for `make class` (see harness/hall.py).
 
@@ -81,7 +83,16 @@ from playwright.sync_api import sync_playwright
 from transformers import BertModel
 
 from anatomy.checkpoints.pretrained import load_pretrained
-from harness.hall import BROTLI_MODULE, Nginx, nginx_config, static_site_config
+from harness.hall import (
+    BROTLI_MARK,
+    BROTLI_MODULE,
+    Nginx,
+    brotli_ahead_possible,
+    compress_ahead,
+    nginx_config,
+    static_site_config,
+    streamlit_files_compressed_ahead,
+)
 from harness.server import free_port
 from harness.views import LESSONS, OTHER_TABS
 
@@ -162,7 +173,9 @@ VIA_PROXY = " via proxy"  # the suffix of a row measured through the proxy
 def proxy(server: StreamlitServer, name: str) -> Nginx:
     """The hall's nginx, with `server` (already running) as its one replica."""
     listen = f"127.0.0.1:{free_port()}"
-    config = nginx_config([f"127.0.0.1:{server.port}"], listen, brotli=BROTLI_MODULE.exists())
+    config = nginx_config(
+        [f"127.0.0.1:{server.port}"], listen, BROTLI_MODULE.exists(), streamlit_files_compressed_ahead()
+    )
     return Nginx(ARTIFACTS / f"nginx-{name}", config, listen)
 
 
@@ -336,6 +349,13 @@ def main() -> None:
     site_folder = Path(tempfile.mkdtemp(prefix="bertviz-site-"))
     site_folder.chmod(0o755)  # nginx's workers, run by root, read it as nobody
     shutil.copytree(VENDOR, site_folder / "vendor")
+    # BertViz's libraries compressed ahead of time, as the hall sends Streamlit's and plotly's (harness/hall.py).
+    brotli_too = brotli_ahead_possible()
+    compress_ahead(site_folder / "vendor", brotli_too)
+    if brotli_too:
+        (site_folder / BROTLI_MARK).write_text("the libraries under vendor/ have their .br\n")
+    for path in site_folder.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
     results: dict[str, Any] = {  # written as JSON with --json
         "load_average_before": load_average(),
         "lengths": {},

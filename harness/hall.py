@@ -23,16 +23,21 @@ scripts/lecture_hall.py (`make class`) runs a Hall until Ctrl-C; tests/deploy/te
 from __future__ import annotations
 
 import asyncio
+import gzip
+import importlib.metadata
+import importlib.util
 import logging
 import os
 import secrets
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from email.message import Message
 from pathlib import Path
@@ -48,6 +53,10 @@ ROOT = Path(__file__).resolve().parents[1]
 NGINX = Path(shutil.which("nginx") or "/usr/sbin/nginx")  # Debian: apt-get install nginx
 # Debian: apt-get install libnginx-mod-http-brotli-filter. Without it the hall compresses with gzip only.
 BROTLI_MODULE = Path("/usr/lib/nginx/modules/ngx_http_brotli_filter_module.so")
+# Debian: apt-get install libnginx-mod-http-brotli-static; with it (and the brotli package) Streamlit's files are
+# sent as brotli compressed them ahead of time, else as gzip did (`streamlit_files_compressed_ahead`).
+BROTLI_STATIC_MODULE = Path("/usr/lib/nginx/modules/ngx_http_brotli_static_module.so")
+MIME_TYPES = Path("/etc/nginx/mime.types")  # Debian's nginx: the type of a file nginx sends from disk
 TEMPLATE = ROOT / "deploy" / "nginx" / "anatomy.conf.template"
 COOKIE = "anatomy_replica"  # the name the template reads as $cookie_anatomy_replica
 
@@ -73,6 +82,18 @@ BROTLI = """
         brotli_types application/javascript text/javascript text/css application/json application/manifest+json
                      image/svg+xml text/csv text/plain font/ttf;"""
 
+# Streamlit's own files (its JavaScript, with plotly's 4.7 MB bundle, its CSS and fonts) are the same on every
+# replica of one install. The hall's nginx sends them from a copy on disk, each compressed once, ahead of time, at
+# the best levels, instead of compressing them again for every student who opens the link: on this 2-core
+# machine brotli at level 5 took 0.23 s of nginx's CPU for plotly's bundle alone, a student (46 s for a class of
+# 200 arriving at once, on the cores that serve the lessons), and sent 1.30 MB where level 11 sends 1.06 MB.
+# One copy per Streamlit version, kept for later halls: in the system's temporary folder, which nginx's workers
+# can reach (they run as nobody where nginx runs as root, and a checkout's own folders may be closed to them).
+PRECOMPRESSED = Path(tempfile.gettempdir()) / f"anatomy-precompressed-{os.getuid()}"
+COMPRESSED_AHEAD = (".js", ".css", ".json", ".svg", ".html", ".map", ".txt")  # fonts and images: compressed already
+SMALLEST_COMPRESSED = 1024  # as gzip_min_length: below it the headers weigh more than the saving
+BROTLI_BEST, GZIP_BEST = 11, 9
+
 log = logging.getLogger(__name__)
 
 
@@ -80,9 +101,10 @@ def replica_name(index: int) -> str:
     return f"replica-{index}"
 
 
-def nginx_config(addresses: list[str], listen: str, brotli: bool) -> str:
+def nginx_config(addresses: list[str], listen: str, brotli: bool, streamlit_files: Path | None = None) -> str:
     """The template filled in for replicas at `addresses` ("host:port", each port a different one), nginx
-    listening on `listen`, with or without the brotli module."""
+    listening on `listen`, with or without the brotli module; Streamlit's files sent from `streamlit_files`
+    (`streamlit_files_compressed_ahead`) where given, else from the replicas."""
     names = [replica_name(index) for index in range(len(addresses))]
     upstreams = []
     for name, address in zip(names, addresses):
@@ -92,13 +114,14 @@ def nginx_config(addresses: list[str], listen: str, brotli: bool) -> str:
     if len(set(port_patterns)) != len(addresses):
         raise ValueError(f"each replica needs a port of its own (nginx names them by it): {addresses}")
     fields = {
-        "load_brotli_module": load_brotli_module(brotli),
+        "load_brotli_module": load_brotli_module(brotli, brotli_ahead(streamlit_files)),
         "replica_upstreams": "\n".join(upstreams),
         "class_servers": "\n".join(f"        server {address};" for address in addresses),
         "upstream_by_cookie": "\n".join(f"        {name} {name};" for name in names),
         "replica_by_address": "\n".join(f'        "~:{port}$" {name};' for name, port in zip(names, port_patterns)),
         "listen": listen,
         "compression": compression(brotli),
+        "streamlit_files": streamlit_files_location(streamlit_files),
     }
     config = TEMPLATE.read_text()
     for field, value in fields.items():
@@ -113,8 +136,96 @@ def compression(brotli: bool) -> str:
     return GZIP + ("\n" + BROTLI if brotli else "")
 
 
-def load_brotli_module(brotli: bool) -> str:
-    return f"load_module {BROTLI_MODULE};" if brotli else "# (no brotli module: gzip only)"
+def load_brotli_module(brotli: bool, sent_ahead: bool = False) -> str:
+    """The brotli filter, and with `sent_ahead` the module that sends files brotli compressed ahead of time."""
+    if not brotli:
+        return "# (no brotli module: gzip only)"
+    modules = [BROTLI_MODULE] + ([BROTLI_STATIC_MODULE] if sent_ahead else [])
+    return "\n".join(f"load_module {module};" for module in modules)
+
+
+def streamlit_files_location(folder: Path | None) -> str:
+    """The server block's location for /static/: Streamlit's files from `folder`, compressed ahead of time (.br
+    beside a file where brotli made them, .gz always), or nothing (the replicas send them) without a folder."""
+    if folder is None:
+        return "        # (Streamlit's files come from the replicas, compressed on the fly.)"
+    brotli_static = "\n            brotli_static on;" if brotli_ahead(folder) else ""
+    return f"""        # Streamlit's own files, the same on every replica: from a copy on disk, each compressed
+        # once, ahead of time, at the best levels (streamlit_files_compressed_ahead in harness/hall.py).
+        location /static/ {{
+            root {folder};
+            include {MIME_TYPES};
+            gzip_static on;{brotli_static}
+        }}"""
+
+
+BROTLI_MARK = "brotli-too"  # a file in a precompressed folder: its files have .br beside them as well as .gz
+
+
+def brotli_ahead(folder: Path | None) -> bool:
+    """Whether the files in `folder` (`streamlit_files_compressed_ahead`) have their .br beside them."""
+    return folder is not None and (folder / BROTLI_MARK).exists()
+
+
+def brotli_ahead_possible() -> bool:
+    """Whether files can be sent brotli-compressed ahead of time: nginx's brotli modules and the brotli package."""
+    return BROTLI_MODULE.exists() and BROTLI_STATIC_MODULE.exists() and importlib.util.find_spec("brotli") is not None
+
+
+def compress_ahead(folder: Path, brotli_too: bool) -> int:
+    """Beside every file under `folder` worth compressing, its .gz (gzip at its best level) and, with
+    `brotli_too`, its .br (brotli at its best); the files themselves stay, for browsers that take neither.
+    Returns how many files were compressed. A file of plotly's size takes brotli seconds: they run in parallel."""
+    files = [
+        path
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and path.suffix in COMPRESSED_AHEAD and path.stat().st_size >= SMALLEST_COMPRESSED
+    ]
+
+    def compress(path: Path) -> None:
+        content = path.read_bytes()
+        path.with_name(path.name + ".gz").write_bytes(gzip.compress(content, GZIP_BEST, mtime=0))
+        if brotli_too:
+            import brotli  # only where brotli_ahead_possible() said it is installed
+
+            path.with_name(path.name + ".br").write_bytes(brotli.compress(content, quality=BROTLI_BEST))
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # both compressors release the GIL
+        list(pool.map(compress, files))
+    return len(files)
+
+
+def streamlit_files_compressed_ahead() -> Path:
+    """A copy of this install's Streamlit files (its static/ folder) with every file worth it compressed ahead of
+    time (`compress_ahead`), made once per Streamlit version under PRECOMPRESSED (half a minute on two cores)
+    and used by every later hall. Readable by nginx's workers, which run as nobody where nginx runs as root."""
+    brotli_too = brotli_ahead_possible()
+    version = importlib.metadata.version("streamlit")
+    folder = PRECOMPRESSED / f"streamlit-{version}{'' if brotli_too else '-gzip'}"
+    if folder.is_dir():
+        return folder
+    PRECOMPRESSED.mkdir(mode=0o755, exist_ok=True)
+    if PRECOMPRESSED.stat().st_uid != os.getuid():  # files nginx sends to students: never another user's
+        raise PermissionError(f"{PRECOMPRESSED} belongs to another user: remove it, or set TMPDIR elsewhere")
+    building = Path(tempfile.mkdtemp(prefix=".building-", dir=PRECOMPRESSED))
+    try:
+        spec = importlib.util.find_spec("streamlit")
+        assert spec is not None and spec.submodule_search_locations, "streamlit is installed: the hall runs it"
+        started = time.monotonic()
+        shutil.copytree(Path(spec.submodule_search_locations[0]) / "static" / "static", building / "static")
+        count = compress_ahead(building, brotli_too)
+        if brotli_too:
+            (building / BROTLI_MARK).write_text("every .br here is brotli at quality 11\n")
+        for path in [building, *building.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        building.rename(folder)  # whole or not at all; another hall that got there first keeps its copy
+        log.info("Streamlit's files compressed ahead: %d in %.0f s, in %s", count, time.monotonic() - started, folder)
+    except OSError:
+        if not folder.is_dir():
+            raise
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return folder
 
 
 # A folder of static files behind the hall's compression: files under /vendor/ may be cached for a year (as a
@@ -143,7 +254,7 @@ http {{
             add_header Cache-Control "no-store";
         }}
         location /vendor/ {{
-            add_header Cache-Control "public, max-age=31536000, immutable";
+            add_header Cache-Control "public, max-age=31536000, immutable";{vendor_sent_ahead}
         }}
     }}
 }}
@@ -151,10 +262,17 @@ http {{
 
 
 def static_site_config(root: Path, listen: str, brotli: bool) -> str:
-    """nginx serving the files under `root` on `listen`, compressed as the hall compresses. `root` must be
-    readable by nginx's workers (nobody, where nginx runs as root)."""
+    """nginx serving the files under `root` on `listen`, compressed as the hall compresses: the libraries under
+    /vendor/ as compressed ahead of time where `compress_ahead` made their .gz (and .br, where `root` holds
+    BROTLI_MARK), as the hall sends Streamlit's. `root` must be readable by nginx's workers (nobody, where
+    nginx runs as root)."""
+    sent_ahead = "\n            gzip_static on;" + ("\n            brotli_static on;" if brotli_ahead(root) else "")
     return STATIC_SITE.format(
-        load_brotli_module=load_brotli_module(brotli), listen=listen, root=root, compression=compression(brotli)
+        load_brotli_module=load_brotli_module(brotli, brotli_ahead(root)),
+        listen=listen,
+        root=root,
+        compression=compression(brotli),
+        vendor_sent_ahead=sent_ahead,
     )
 
 
@@ -383,7 +501,9 @@ class Hall:
     def _write_nginx_config(self) -> Path:
         config_path = self.prefix / "nginx.conf"
         addresses = [f"127.0.0.1:{replica.port}" for replica in self.replicas]
-        config_path.write_text(nginx_config(addresses, self.listen, brotli=BROTLI_MODULE.exists()))
+        config_path.write_text(
+            nginx_config(addresses, self.listen, BROTLI_MODULE.exists(), streamlit_files_compressed_ahead())
+        )
         check_nginx_config(config_path, self.prefix)
         return config_path
 

@@ -1,8 +1,8 @@
 """The lecture hall for real (harness/hall.py): two hosted replicas behind Debian's nginx on loopback, every
 client at 127.0.0.1 as a class behind one campus NAT would be.
 
-Students are spread over the replicas and each stays on one (its pages, its static files, its websocket);
-nginx compresses Streamlit's JavaScript with gzip and brotli and lets browsers keep it; and a replica killed
+Students are spread over the replicas and each stays on one (its pages, its websocket); nginx sends Streamlit's
+JavaScript itself, compressed ahead of time with gzip and brotli, and lets browsers keep it; and a replica killed
 by its PID in the middle of a class fails its own students at once, who reconnect to a live replica, while
 every other student carries on. The replicas share one class database (PostgreSQL, or one SQLite file where
 it is not installed). The one command (`make class`) stops everything on SIGTERM.
@@ -22,11 +22,21 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qsl
 
+import brotli
 import pytest
 import sqlalchemy as sa
 
 from harness.client import Tab
-from harness.hall import THREADS_VARIABLE, Hall, is_running, threads_per_replica, visit
+from harness.hall import (
+    BROTLI_STATIC_MODULE,
+    THREADS_VARIABLE,
+    Hall,
+    brotli_ahead,
+    is_running,
+    streamlit_files_compressed_ahead,
+    threads_per_replica,
+    visit,
+)
 from harness.lecture import fingerprints, hold_class, summarise_class
 from harness.load import run_coroutine, websocket_student
 from harness.postgres import postgres_binaries
@@ -54,10 +64,12 @@ def hall(tmp_path_factory):
 
 async def student_opens_the_app(hall: Hall, cookies: dict[str, str]) -> tuple[list[str], Tab]:
     """What a browser does on the app's link: the page, a static bundle, the health check, the websocket and a
-    page run over it. Returns the replica that answered each, and the tab (left open)."""
+    page run over it. Returns the replica that answered each but the bundle (nginx sends it: the same file on
+    every replica), and the tab (left open)."""
     page = visit(f"{hall.url}/", cookies)
     bundle = re.search(r"static/js/index\.[\w-]+\.js", page.body.decode()).group(0)
-    answers = [page, visit(f"{hall.url}/{bundle}", cookies), visit(f"{hall.url}/_stcore/health", cookies)]
+    assert visit(f"{hall.url}/{bundle}", cookies).replica == ""
+    answers = [page, visit(f"{hall.url}/_stcore/health", cookies)]
     tab = Tab(hall.url, cookies)
     run = await tab.open("tokenization", {"text": "the red penguin"}, VIEW_TIMEOUT_SECONDS)
     return [answer.replica for answer in answers] + [tab.replica, run.replica], tab
@@ -72,7 +84,7 @@ def test_students_behind_one_address_are_spread_over_the_replicas_and_each_stays
 
     replicas_seen = run_coroutine(class_arrives())
     for replicas in replicas_seen:
-        assert len(set(replicas)) == 1 and replicas[0] in hall.names, replicas  # page, bundle, health, websocket
+        assert len(set(replicas)) == 1 and replicas[0] in hall.names, replicas  # page, health, websocket, run
     assert {replicas[0] for replicas in replicas_seen} == set(hall.names), replicas_seen
 
 
@@ -131,17 +143,25 @@ def test_a_cookie_naming_a_replica_that_does_not_exist_gets_a_live_one_and_a_new
     assert cookies["anatomy_replica"] == answer.replica
 
 
-def test_streamlits_javascript_comes_compressed_with_brotli_or_gzip_and_cached_for_a_year(hall):
+def test_streamlits_javascript_comes_compressed_ahead_with_brotli_or_gzip_and_cached_for_a_year(hall):
+    """nginx sends the bundle itself, as compressed once ahead of time (the very bytes of the .gz and .br files
+    beside the copy of Streamlit's files), never compressing it again for a student."""
     bundle = re.search(r"static/js/index\.[\w-]+\.js", visit(f"{hall.url}/", {}).body.decode()).group(0)
-    plain, gzipped, brotli = (
+    plain, gzipped, brotlied = (
         visit(f"{hall.url}/{bundle}", {}, encoding) for encoding in ("identity", "gzip", "br, gzip")
     )
-    assert plain.headers.get("Content-Encoding") is None
+    copy = streamlit_files_compressed_ahead() / bundle
+    assert plain.headers.get("Content-Encoding") is None and plain.body == copy.read_bytes()
     assert gzipped.headers["Content-Encoding"] == "gzip" and gzip.decompress(gzipped.body) == plain.body
-    assert brotli.headers["Content-Encoding"] == "br" and len(brotli.body) < len(plain.body) / 2
-    for answer in (plain, gzipped, brotli):
+    assert gzipped.body == copy.with_name(copy.name + ".gz").read_bytes()
+    assert brotlied.headers["Content-Encoding"] == "br" and brotli.decompress(brotlied.body) == plain.body
+    if BROTLI_STATIC_MODULE.exists() or os.environ.get("CI"):  # CI installs it (.ci/run)
+        assert brotli_ahead(streamlit_files_compressed_ahead())
+        assert brotlied.body == copy.with_name(copy.name + ".br").read_bytes()
+    for answer in (plain, gzipped, brotlied):
         assert answer.headers["Cache-Control"] == f"public, max-age={YEAR}, immutable"
         assert answer.headers["Vary"] == "Accept-Encoding"
+        assert answer.replica == "" and "Set-Cookie" not in answer.headers  # nginx's own answer: no replica
     front_page = visit(f"{hall.url}/", {}, "gzip")
     assert front_page.headers["Content-Encoding"] == "gzip"
     assert front_page.headers["Cache-Control"] == "no-cache", "the page naming the bundles must be asked for again"
