@@ -5,8 +5,9 @@
 Starts PostgreSQL for the class's answers (loopback only; one shared SQLite file where PostgreSQL is not
 installed), the replicas on free loopback ports and nginx on the given port (see harness/hall.py and
 docs/hosting.md), starts a replica again if it dies, and on Ctrl-C or SIGTERM stops nginx, every replica and
-the database. Needs Debian's nginx (`apt-get install nginx libnginx-mod-http-brotli-filter`) and, for the
-shared database, Debian's PostgreSQL (`apt-get install postgresql`). Students reach it through
+the database. Needs Debian's nginx (`apt-get install nginx libnginx-mod-http-brotli-filter
+libnginx-mod-http-brotli-static`: the static module sends Streamlit's files as brotli compressed them ahead of
+time) and, for the shared database, Debian's PostgreSQL (`apt-get install postgresql`). Students reach it through
 whatever forwards the port to them (a campus reverse proxy, or `--address 0.0.0.0`).
 """
 
