@@ -371,20 +371,33 @@ def test_a_padded_batch_keeps_the_explicit_mask_and_its_real_tokens_see_no_paddi
     assert largest_difference(padded, traced) <= 1e-5
 
 
-def test_a_traced_forward_weighs_one_head_at_a_time_and_its_trace_derives_those_weights_bit_for_bit(monkeypatch):
-    """SmolLM2's shape of attention (9 query heads sharing 3 key/value heads, d_head 64) on 300 tokens."""
-    torch.manual_seed(0)
-    grouped = MultiHeadAttention(576, 9, num_kv_heads=3, bias=False).eval()
-    forward_weights: list[torch.Tensor] = []
+def record_weighings(monkeypatch) -> list[torch.Tensor]:
+    """Every weights tensor `attention_weights` computes from now on, in order (until monkeypatch.undo())."""
+    recorded: list[torch.Tensor] = []
     one_weighing = anatomy.attention.attention_weights
 
     def recording(query, key, mask=None):
-        forward_weights.append(one_weighing(query, key, mask))
-        return forward_weights[-1]
+        recorded.append(one_weighing(query, key, mask))
+        return recorded[-1]
 
     monkeypatch.setattr(anatomy.attention, "attention_weights", recording)
-    hidden = torch.randn(1, 300, 576, generator=torch.Generator().manual_seed(1))
+    return recorded
+
+
+def traced_smollm2_shaped_attention(tokens: int) -> AttentionTrace:
+    """SmolLM2's shape of attention (9 query heads sharing 3 key/value heads, d_head 64), traced on `tokens`."""
+    torch.manual_seed(0)
+    grouped = MultiHeadAttention(576, 9, num_kv_heads=3, bias=False).eval()
+    hidden = torch.randn(1, tokens, 576, generator=torch.Generator().manual_seed(1))
     _, trace = grouped(hidden, causal=True, trace=True)
+    assert trace is not None
+    return trace
+
+
+def test_a_traced_forward_weighs_one_head_at_a_time_and_its_trace_derives_those_weights_bit_for_bit(monkeypatch):
+    """300 tokens: 9 maps of 300 × 300 together are 3.2 MB, above `ALL_HEADS_AT_ONCE_BYTES`."""
+    forward_weights = record_weighings(monkeypatch)
+    trace = traced_smollm2_shaped_attention(300)
     assert [weights.shape for weights in forward_weights] == [(1, 1, 300, 300)] * 9  # one head's map at a time
     monkeypatch.undo()
     assert torch.equal(trace.weights, torch.cat(forward_weights, dim=1))
@@ -394,20 +407,10 @@ def test_a_traced_forward_weighs_one_head_at_a_time_and_its_trace_derives_those_
 
 
 def test_a_short_texts_traced_forward_weighs_every_head_in_one_call_and_keeps_those_products(monkeypatch):
-    """SmolLM2's shape of attention on 40 tokens: 9 maps of 40 × 40 together are 57.6 kB, far below the size
-    where one head at a time pays (`ALL_HEADS_AT_ONCE_BYTES`)."""
-    torch.manual_seed(0)
-    grouped = MultiHeadAttention(576, 9, num_kv_heads=3, bias=False).eval()
-    forward_weights: list[torch.Tensor] = []
-    one_weighing = anatomy.attention.attention_weights
-
-    def recording(query, key, mask=None):
-        forward_weights.append(one_weighing(query, key, mask))
-        return forward_weights[-1]
-
-    monkeypatch.setattr(anatomy.attention, "attention_weights", recording)
-    hidden = torch.randn(1, 40, 576, generator=torch.Generator().manual_seed(1))
-    _, trace = grouped(hidden, causal=True, trace=True)
+    """40 tokens: 9 maps of 40 × 40 together are 57.6 kB, far below the size where one head at a time pays
+    (`ALL_HEADS_AT_ONCE_BYTES`)."""
+    forward_weights = record_weighings(monkeypatch)
+    trace = traced_smollm2_shaped_attention(40)
     assert [weights.shape for weights in forward_weights] == [(1, 9, 40, 40)]  # every head's map in one call
     monkeypatch.undo()
     assert torch.equal(trace.weights, forward_weights[0])
@@ -421,15 +424,8 @@ def test_every_heads_maps_are_weighed_together_up_to_the_size_limit_and_one_head
     """2 texts, 3 heads, 5 queries, 5 keys: 150 float32 weights, 600 bytes."""
     generator = torch.Generator().manual_seed(3)
     query, key, value = (torch.randn(2, 3, 5, 4, generator=generator) for _ in range(3))
-    weighings: list[torch.Size] = []
-    one_weighing = anatomy.attention.attention_weights
-
-    def recording(query, key, mask=None):
-        weighings.append(query.shape)
-        return one_weighing(query, key, mask)
-
     monkeypatch.setattr(anatomy.attention, "ALL_HEADS_AT_ONCE_BYTES", limit * 4)
-    monkeypatch.setattr(anatomy.attention, "attention_weights", recording)
+    weighings = record_weighings(monkeypatch)
     head_outputs = attention_written_out(query, key, value, causal_mask(5))
     assert len(weighings) == calls
     assert head_outputs.shape == (2, 3, 5, 4)
