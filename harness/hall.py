@@ -85,7 +85,7 @@ BROTLI = """
 # Streamlit's own files (its JavaScript, with plotly's 4.7 MB bundle, its CSS and fonts) are the same on every
 # replica of one install. The hall's nginx sends them from a copy on disk, each compressed once, ahead of time, at
 # the best levels, instead of compressing them again for every student who opens the link: on this 2-core
-# machine brotli at level 5 took 0.23 s of nginx's CPU for plotly's bundle alone, a student (46 s for a class of
+# machine brotli at level 5 took 0.20 s of nginx's CPU for plotly's bundle alone, a student (40 s for a class of
 # 200 arriving at once, on the cores that serve the lessons), and sent 1.30 MB where level 11 sends 1.06 MB.
 # One copy per Streamlit version, kept for later halls: in the system's temporary folder, which nginx's workers
 # can reach (they run as nobody where nginx runs as root, and a checkout's own folders may be closed to them).
