@@ -84,7 +84,6 @@ from transformers import BertModel
 
 from anatomy.checkpoints.pretrained import load_pretrained
 from harness.hall import (
-    BROTLI_MARK,
     BROTLI_MODULE,
     Nginx,
     brotli_ahead_possible,
@@ -349,13 +348,8 @@ def main() -> None:
     site_folder = Path(tempfile.mkdtemp(prefix="bertviz-site-"))
     site_folder.chmod(0o755)  # nginx's workers, run by root, read it as nobody
     shutil.copytree(VENDOR, site_folder / "vendor")
-    # BertViz's libraries compressed ahead of time, as the hall sends Streamlit's and plotly's (harness/hall.py).
-    brotli_too = brotli_ahead_possible()
-    compress_ahead(site_folder / "vendor", brotli_too)
-    if brotli_too:
-        (site_folder / BROTLI_MARK).write_text("the libraries under vendor/ have their .br\n")
-    for path in site_folder.rglob("*"):
-        path.chmod(0o755 if path.is_dir() else 0o644)
+    # BertViz's libraries (all the folder holds yet) compressed ahead of time, as the hall sends Streamlit's.
+    compress_ahead(site_folder, brotli_ahead_possible())
     results: dict[str, Any] = {  # written as JSON with --json
         "load_average_before": load_average(),
         "lengths": {},

@@ -149,14 +149,18 @@ def streamlit_files_location(folder: Path | None) -> str:
     beside a file where brotli made them, .gz always), or nothing (the replicas send them) without a folder."""
     if folder is None:
         return "        # (Streamlit's files come from the replicas, compressed on the fly.)"
-    brotli_static = "\n            brotli_static on;" if brotli_ahead(folder) else ""
     return f"""        # Streamlit's own files, the same on every replica: from a copy on disk, each compressed
         # once, ahead of time, at the best levels (streamlit_files_compressed_ahead in harness/hall.py).
         location /static/ {{
             root {folder};
-            include {MIME_TYPES};
-            gzip_static on;{brotli_static}
+            include {MIME_TYPES};{sent_ahead(folder)}
         }}"""
+
+
+def sent_ahead(folder: Path) -> str:
+    """A location's directives that send the .gz files `compress_ahead` made under `folder`, and its .br files
+    where it made them too."""
+    return "\n            gzip_static on;" + ("\n            brotli_static on;" if brotli_ahead(folder) else "")
 
 
 BROTLI_MARK = "brotli-too"  # a file in a precompressed folder: its files have .br beside them as well as .gz
@@ -174,8 +178,10 @@ def brotli_ahead_possible() -> bool:
 
 def compress_ahead(folder: Path, brotli_too: bool) -> int:
     """Beside every file under `folder` worth compressing, its .gz (gzip at its best level) and, with
-    `brotli_too`, its .br (brotli at its best); the files themselves stay, for browsers that take neither.
-    Returns how many files were compressed. A file of plotly's size takes brotli seconds: they run in parallel."""
+    `brotli_too`, its .br (brotli at its best, and BROTLI_MARK in `folder` to say so); the files themselves stay,
+    for browsers that take neither. Everything under `folder` is left readable by nginx's workers (nobody, where
+    nginx runs as root). Returns how many files were compressed. A file of plotly's size takes brotli seconds:
+    they run in parallel."""
     files = [
         path
         for path in sorted(folder.rglob("*"))
@@ -192,6 +198,10 @@ def compress_ahead(folder: Path, brotli_too: bool) -> int:
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # both compressors release the GIL
         list(pool.map(compress, files))
+    if brotli_too:
+        (folder / BROTLI_MARK).write_text("every .br here is brotli at quality 11\n")
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
     return len(files)
 
 
@@ -214,10 +224,6 @@ def streamlit_files_compressed_ahead() -> Path:
         started = time.monotonic()
         shutil.copytree(Path(spec.submodule_search_locations[0]) / "static" / "static", building / "static")
         count = compress_ahead(building, brotli_too)
-        if brotli_too:
-            (building / BROTLI_MARK).write_text("every .br here is brotli at quality 11\n")
-        for path in [building, *building.rglob("*")]:
-            path.chmod(0o755 if path.is_dir() else 0o644)
         building.rename(folder)  # whole or not at all; another hall that got there first keeps its copy
         log.info("Streamlit's files compressed ahead: %d in %.0f s, in %s", count, time.monotonic() - started, folder)
     except OSError:
@@ -266,13 +272,12 @@ def static_site_config(root: Path, listen: str, brotli: bool) -> str:
     /vendor/ as compressed ahead of time where `compress_ahead` made their .gz (and .br, where `root` holds
     BROTLI_MARK), as the hall sends Streamlit's. `root` must be readable by nginx's workers (nobody, where
     nginx runs as root)."""
-    sent_ahead = "\n            gzip_static on;" + ("\n            brotli_static on;" if brotli_ahead(root) else "")
     return STATIC_SITE.format(
         load_brotli_module=load_brotli_module(brotli, brotli_ahead(root)),
         listen=listen,
         root=root,
         compression=compression(brotli),
-        vendor_sent_ahead=sent_ahead,
+        vendor_sent_ahead=sent_ahead(root),
     )
 
 

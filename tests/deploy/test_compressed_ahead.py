@@ -74,7 +74,6 @@ def test_nginx_sends_the_bytes_compressed_ahead_and_never_asks_a_replica(files, 
     """A real nginx on the hall's own configuration, whose one replica is not even running: the files come from
     the copy on disk, as compressed ahead of time, with their type and a year's caching."""
     hall.compress_ahead(files, brotli_too=True)
-    (files / hall.BROTLI_MARK).write_text("test\n")
     listen = f"127.0.0.1:{free_port()}"
     config = hall.nginx_config([f"127.0.0.1:{free_port()}"], listen, brotli=True, streamlit_files=files)
     path = "/static/js/index.abc123.js"
