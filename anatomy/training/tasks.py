@@ -23,6 +23,8 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
+from anatomy.generation import generation_steps
+
 PAD, BOS, EOS, SEPARATOR = "<pad>", "<bos>", "<eos>", "="
 SPECIAL_TOKENS = (PAD, BOS, EOS, SEPARATOR)
 IGNORE_INDEX = -100  # a target with this id adds nothing to the loss (F.cross_entropy's ignore_index)
@@ -161,15 +163,19 @@ class LetterTask:
         each greedy step then writes what the right answer has there, and the first wrong step would be one of
         those positions. So the teacher-forced pass that training scores decides every word at once, where
         writing takes a pass per letter. A model that reads later tokens too (the cheater, trained without the
-        causal mask) would read the answer in that pass: its answers are written out.
+        causal mask) would read the answer in that pass: its answers are written out (`written_out_right`).
         """
         if not self.reads_only_earlier_tokens(model):
-            return [written == self.answer(word) for written, word in zip(self.predict(model, words), words)]
+            return self.written_out_right(model, words)
         batch = self.batch(words).to(next(model.parameters()).device)
         logits = model(**batch.inputs).logits  # (B, T, V)
         targets = batch.targets  # (B, T), IGNORE_INDEX where nothing is answered
         right = (logits.argmax(dim=-1) == targets) | (targets == IGNORE_INDEX)  # greedy's choice: the first maximum
         return right.all(dim=1).tolist()
+
+    def written_out_right(self, model: nn.Module, words: Sequence[str]) -> list[bool]:
+        """For each word, whether the answer `predict` writes is exactly right."""
+        return [written == self.answer(word) for written, word in zip(self.predict(model, words), words)]
 
     def to_dict(self) -> dict[str, Any]:
         """What a checkpoint's config.json records about the task (see `task_from_dict`)."""
@@ -220,14 +226,36 @@ class SortingTask(LetterTask):
         the first `<eos>` among the len(word) + 1 generated tokens, special tokens written by name.
         """
         answers: dict[int, str] = {}
-        for length in sorted({len(word) for word in words}):
-            indices = [index for index, word in enumerate(words) if len(word) == length]
-            prompts = torch.tensor([self.prompt(words[index]) for index in indices])  # (b, length + 2)
-            prompts = prompts.to(next(model.parameters()).device)
+        for length, indices in _by_length(words):
+            prompts = self._prompts(model, [words[index] for index in indices])
             generated = model.generate_greedy(prompts, max_new_tokens=length + 1)[:, prompts.size(1) :]
             for index, row in zip(indices, generated.tolist()):
                 answers[index] = answer_text(self.tokenizer.decode(row))
         return [answers[index] for index in range(len(words))]
+
+    @torch.no_grad()
+    def written_out_right(self, model, words: Sequence[str]) -> list[bool]:
+        """For each word, whether the answer `predict` writes is exactly right, written only as far as that
+        is in doubt: a word is wrong from its first wrong token on, so the words of one length stop being written
+        once every one of them has gone wrong. The cheater's words mostly have within three of the up to nine
+        tokens (the 300 held-out words on one CPU thread: 0.02–0.15 s against 0.17 s written out in full). Each
+        step is the one `predict` takes, on the same batch, so the verdicts are the ones its answers give."""
+        right = [False] * len(words)
+        for length, indices in _by_length(words):
+            prompts = self._prompts(model, [words[index] for index in indices])
+            answers = torch.tensor([self.sequence(words[index])[length + 2 :] for index in indices])  # letters, <eos>
+            still_right = torch.ones(len(indices), dtype=torch.bool, device=prompts.device)
+            for position, step in enumerate(generation_steps(model, prompts, length + 1)):
+                still_right &= step.chosen_ids[:, 0] == answers[:, position].to(prompts.device)
+                if not still_right.any():
+                    break
+            for index, verdict in zip(indices, still_right.tolist()):
+                right[index] = verdict
+        return right
+
+    def _prompts(self, model, words: Sequence[str]) -> Tensor:
+        """(b, length + 2) the prompts of words of one length, on the model's device: no padding needed."""
+        return torch.tensor([self.prompt(word) for word in words], device=next(model.parameters()).device)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -274,6 +302,12 @@ class ReversalTask(LetterTask):
             source_ids, self.tokenizer.bos_id, self.max_length + 1, source_mask=source_mask
         )[:, 1:]
         return [answer_text(self.tokenizer.decode(row)) for row in generated.tolist()]
+
+
+def _by_length(words: Sequence[str]) -> Iterable[tuple[int, list[int]]]:
+    """Each length the words have, shortest first, with the positions of its words in `words`."""
+    for length in sorted({len(word) for word in words}):
+        yield length, [index for index, word in enumerate(words) if len(word) == length]
 
 
 def answer_text(tokens: Sequence[str]) -> str:

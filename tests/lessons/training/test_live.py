@@ -141,6 +141,30 @@ def test_the_cheater_reads_the_answer_in_one_pass_so_its_answers_are_written_out
     assert right_in_one_pass.float().mean() > 0.9 > live_training.held_out_accuracy(cheater, CHEATER.task)
 
 
+@pytest.mark.slow  # about two seconds: 300 training steps
+def test_the_cheaters_answers_written_only_while_in_doubt_are_judged_as_when_written_in_full(shipped):
+    words = live_training.held_out_words(CHEATER.task)
+    settings = live_settings(CHEATER, steps=300, learning_rate=CHEATER.settings.learning_rate, seed=7)
+    trained, _ = live_training.train_fresh(CHEATER, settings, 7, torch.device("cpu"))
+    trained.eval()
+    models = {"fresh": fresh_model(CHEATER, seed=7), "300 steps": trained, "shipped": shipped["sorter-cheater"].model}
+    right = {label: CHEATER.task.written_right(model, words) for label, model in models.items()}
+    assert {label: written_out(CHEATER, models[label], words) for label in models} == right  # word by word
+    assert 0 < sum(right["300 steps"]) < len(words)  # some words right, some wrong: the case that counts
+
+
+def test_a_cheaters_word_is_not_written_past_its_first_wrong_token():
+    words = live_training.held_out_words(CHEATER.task)
+    untrained = fresh_model(CHEATER, seed=7)
+    forwards = []
+    untrained.register_forward_hook(lambda module, inputs, output: forwards.append(inputs[0].shape))
+    assert not any(CHEATER.task.written_right(untrained, words))
+    lengths = sorted({len(word) for word in words})  # 3 to 8 letters: the words of each length are one batch
+    # Every word is wrong at its first token, so each batch is read once, with its prompt `<bos> word =`
+    # alone, where writing the answers out reads each batch once per token (4 to 9 times).
+    assert [shape[1] for shape in forwards] == [length + 2 for length in lengths]
+
+
 def test_a_uniform_guess_costs_ln_of_the_vocabulary():
     assert live_training.chance_loss(SORTER) == pytest.approx(3.4012, abs=1e-4)  # ln 30
     assert live_training.chance_loss(REVERSER) == pytest.approx(math.log(30))
