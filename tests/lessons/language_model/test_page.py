@@ -132,6 +132,19 @@ def test_sampled_writing_with_a_seed_is_the_same_on_every_visit_and_matches_gene
     assert table_with(other_seed, "token written")["id"].tolist() != written
 
 
+def test_a_class_writing_forty_texts_keeps_every_answer_while_its_students_look_at_other_tabs(chat, monkeypatch):
+    written = []
+    monkeypatch.setattr(writing, "write", lambda model, ids, *settings: written.append(ids) or ())
+    texts = [f"Student {number} asks SmolLM2 to go on" for number in range(40)]
+    ui.steps_after.clear()
+    try:
+        for study_text in texts * 2:  # each student writes, opens another tab, and comes back to the Writing tab
+            ui.steps_after(study_text, 512, 20, False, 1.0, 0, 1.0, 0, False)
+    finally:
+        ui.steps_after.clear()  # the stub's empty answers must not stay for the other tests
+    assert len(written) == len(set(written)) == 40  # each text written once: the second visits found theirs
+
+
 def test_the_attention_map_is_the_models_trace_for_that_layer_and_head(chat):
     app = open_tab(ATTENTION, **{links.LAYER: "12", links.HEAD: "4"})
     model, ids = reading.decoder_of(chat), chat.encode(PROMPT)
