@@ -2,7 +2,9 @@
 
 Measured on the shipped files: the sorter and the reverser answer all 300 held-out words exactly, an
 untrained sorter none. Training runs here are 20 steps on one thread (well under a second), 150 in the slow check
-that one teacher-forced pass scores a model as writing its answers out does.
+that one teacher-forced pass scores a model as writing its answers out does, and 300 in the slow check that the
+cheater's answers, written only while in doubt, are judged as when written in full
+(26 of the 300 right on this machine).
 """
 
 from __future__ import annotations
