@@ -23,9 +23,9 @@ from lessons.common.windows import FOCUS_WINDOW, crop, focus_window
 from lessons.language_model import exercises, figures, heads, links, logit_lens, reading, text, writing
 
 CACHED_TEXTS = 16  # token lists are small: a class trying texts one after another
-# Candidates, written steps, sinks, the logit lens: 2-16 kB an entry at any length (measured at 48 and 512
-# tokens), so as many as the traced runs (`loaders.MAX_CACHED_RUNS`): a class writing its own texts, each
-# student flipping between the tabs, no longer pushes each other's 40-token answers out within seconds.
+# Candidates, written steps, sinks, the logit lens: 2-16 kB an entry, the same at 48 and at 512 tokens (none
+# grows with the text), so as many as the traced runs (`loaders.MAX_CACHED_RUNS`): a class writing its own
+# texts, each student flipping between the tabs, no longer pushes each other's 40-token answers out in seconds.
 CACHED_RUNS = 64
 CACHED_LAYERS = 4  # one layer's queries and keys, on the model's device: 1.6 MB at 512 tokens, 25 MB at 8,192
 MOST_CANDIDATES = 20
