@@ -243,10 +243,11 @@ class SortingTask(LetterTask):
         right = [False] * len(words)
         for length, indices in _by_length(words):
             prompts = self._prompts(model, [words[index] for index in indices])
-            answers = torch.tensor([self.sequence(words[index])[length + 2 :] for index in indices])  # letters, <eos>
+            answer_ids = [self.sequence(words[index])[length + 2 :] for index in indices]  # letters, then <eos>
+            answers = torch.tensor(answer_ids, device=prompts.device)
             still_right = torch.ones(len(indices), dtype=torch.bool, device=prompts.device)
             for position, step in enumerate(generation_steps(model, prompts, length + 1)):
-                still_right &= step.chosen_ids[:, 0] == answers[:, position].to(prompts.device)
+                still_right &= step.chosen_ids[:, 0] == answers[:, position]
                 if not still_right.any():
                     break
             for index, verdict in zip(indices, still_right.tolist()):
